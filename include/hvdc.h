@@ -1,0 +1,222 @@
+/*
+ * hvdc: a Horovod-style distributed training engine behind a stable C ABI.
+ *
+ * Conventions (docs/api.md has the long form):
+ * - Every fallible call returns hvd_status_t: HVD_SUCCESS (0), HVD_IN_PROGRESS (> 0) or an error
+ *   (< 0). Numeric values of every constant in this file are frozen. Outputs are written only on
+ *   success. hvd_last_error_message() gives the calling thread's detail text for its last failure.
+ * - Thread safety: hvd_init, hvd_init_with_config and hvd_shutdown must not race with any other
+ *   hvdc call. Every other function may be called from any thread at any time.
+ * - Handle lifecycle: an *_async call returns a handle. hvd_test never blocks, hvd_wait blocks;
+ *   neither frees. hvd_handle_free is always required, is legal in any state and waits for a
+ *   running op. A freed or stale handle gives HVD_ERR_INVALID_HANDLE. Buffers must stay valid
+ *   until the op completes.
+ * - A child process created by fork() after hvd_init gets HVD_ERR_FORKED from every call.
+ */
+#ifndef HVDC_H_
+#define HVDC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define HVDC_API __attribute__((visibility("default")))
+#else
+#define HVDC_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Versions ---------------------------------------------------------------------------- */
+#define HVDC_VERSION_MAJOR 0
+#define HVDC_VERSION_MINOR 1
+#define HVDC_VERSION_PATCH 0
+#define HVDC_VERSION_CODE 100 /* major * 10000 + minor * 100 + patch */
+#define HVDC_ABI_VERSION 0    /* bumped on any incompatible change; equals the soname major */
+
+/* "0.1.0 +ucx +mpi ..." : version and compiled features. Static storage. */
+HVDC_API const char* hvd_version_string(void);
+/* The ABI version of the loaded library; bindings compare it with HVDC_ABI_VERSION. */
+HVDC_API int32_t hvd_abi_version(void);
+
+/* ---- Status codes ------------------------------------------------------------------------ */
+typedef int32_t hvd_status_t;
+enum {
+  HVD_SUCCESS = 0,
+  HVD_IN_PROGRESS = 1,
+  HVD_ERR_INVALID_ARGUMENT = -1, /* a bad value; the message names the argument */
+  HVD_ERR_INVALID_USAGE = -2,    /* a call in the wrong state (e.g. init twice) */
+  HVD_ERR_NOT_INITIALIZED = -3,
+  HVD_ERR_UNSUPPORTED = -4, /* feature compiled out or unavailable; the message says why */
+  HVD_ERR_SYSTEM = -5,      /* an operating-system call failed */
+  HVD_ERR_INTERNAL = -6,
+  HVD_ERR_INVALID_HANDLE = -7, /* unknown, stale or freed handle */
+  HVD_ERR_MISMATCH = -8,       /* ranks submitted the same tensor with different metadata */
+  HVD_ERR_DUPLICATE_NAME = -9, /* a tensor of that name is already in flight */
+  HVD_ERR_ABORTED = -10,       /* hvd_abort was called on some rank */
+  HVD_ERR_TIMEOUT = -11,
+  HVD_ERR_PEER_FAILURE = -12, /* a peer died or its connection failed */
+  HVD_ERR_SHUT_DOWN = -13,    /* the op was pending when the engine shut down */
+  HVD_ERR_OUT_OF_MEMORY = -14,
+  HVD_ERR_TRANSPORT = -15, /* the data transport (UCX) reported an error */
+  HVD_ERR_BOOTSTRAP = -16, /* rank discovery or the out-of-band exchange failed */
+  HVD_ERR_FORKED = -17     /* called in a child process created by fork() after init */
+};
+
+/* Static text for a status code ("unknown status" for values this library does not know). */
+HVDC_API const char* hvd_status_string(hvd_status_t status);
+/* Detail of the calling thread's last failed call, "" if none. Valid until its next hvdc call. */
+HVDC_API const char* hvd_last_error_message(void);
+
+/* ---- Data types, reduce ops, devices ----------------------------------------------------- */
+enum {
+  HVD_UINT8 = 0,
+  HVD_INT8 = 1,
+  HVD_UINT16 = 2,
+  HVD_INT16 = 3,
+  HVD_INT32 = 4,
+  HVD_INT64 = 5,
+  HVD_FLOAT16 = 6,
+  HVD_FLOAT32 = 7,
+  HVD_FLOAT64 = 8,
+  HVD_BOOL = 9, /* one byte, 0 or 1 */
+  HVD_BFLOAT16 = 10
+};
+
+/* Reductions. Integers: SUM and PRODUCT wrap modulo 2^bits; AVERAGE is the sum divided by the
+ * number of ranks, truncated toward zero. BOOL: SUM = OR, PRODUCT = AND, MIN = AND, MAX = OR,
+ * AVERAGE is rejected. FLOAT16/BFLOAT16 accumulate in float32 and round once per step. */
+enum { HVD_OP_AVERAGE = 0, HVD_OP_SUM = 1, HVD_OP_MIN = 3, HVD_OP_MAX = 4, HVD_OP_PRODUCT = 5 };
+
+/* Device codes are DLPack's. Layout-identical to DLPack's DLDevice. */
+enum { HVD_DEVICE_CPU = 1, HVD_DEVICE_CUDA = 2 };
+typedef struct hvd_device_t {
+  int32_t type;
+  int32_t id;
+} hvd_device_t;
+
+#define HVD_MAX_NDIM 32
+
+/* A dense, row-major tensor. shape has ndim entries (ndim 0 is a scalar of one element). */
+typedef struct hvd_tensor_t {
+  void* data;
+  int32_t dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  hvd_device_t device;
+} hvd_tensor_t;
+
+/* Layout-identical to DLPack's DLDataType and DLTensor (tests/abi checks this). */
+typedef struct hvd_dl_dtype_t {
+  uint8_t code; /* 0 int, 1 uint, 2 float, 4 bfloat, 6 bool */
+  uint8_t bits;
+  uint16_t lanes;
+} hvd_dl_dtype_t;
+typedef struct hvd_dl_tensor_t {
+  void* data;
+  hvd_device_t device;
+  int32_t ndim;
+  hvd_dl_dtype_t dtype;
+  int64_t* shape;
+  int64_t* strides; /* NULL or compact row-major; other strides are rejected */
+  uint64_t byte_offset;
+} hvd_dl_tensor_t;
+
+/* Fills *out from a DLPack tensor without copying (data = dl->data + byte_offset). The shape
+ * pointer is borrowed from dl. Fails with HVD_ERR_INVALID_ARGUMENT for an unsupported dtype,
+ * lanes != 1 or non-contiguous strides. */
+HVDC_API hvd_status_t hvd_tensor_from_dlpack(const hvd_dl_tensor_t* dl, hvd_tensor_t* out);
+
+/* ---- Configuration and logging ----------------------------------------------------------- */
+/* A config object overrides HVDC_* environment variables, which override built-in defaults. */
+typedef struct hvd_config_s hvd_config_t;
+enum {
+  HVD_CFG_LOG_LEVEL = 0,  /* int: 0 trace, 1 debug, 2 info, 3 warning, 4 error, 5 off */
+  HVD_CFG_HOSTNAME = 1,   /* str: host identity used for local/cross topology */
+  HVD_CFG_BOOTSTRAP = 2,  /* str: "auto", "singleton" or "mpi" */
+  HVD_CFG_SPIN_MICROS = 3 /* int: how long the engine spins before it sleeps */
+};
+HVDC_API hvd_status_t hvd_config_create(hvd_config_t** out);
+HVDC_API hvd_status_t hvd_config_set_int(hvd_config_t* config, int32_t key, int64_t value);
+HVDC_API hvd_status_t hvd_config_set_str(hvd_config_t* config, int32_t key, const char* value);
+HVDC_API void hvd_config_destroy(hvd_config_t* config);
+
+/* Receives each log line at or above the configured level instead of stderr. The callback may
+ * run on any thread and must not call hvdc. fn == NULL restores stderr. */
+typedef void (*hvd_log_fn)(void* user_data, int32_t level, const char* message);
+HVDC_API hvd_status_t hvd_set_log_callback(hvd_log_fn fn, void* user_data);
+
+/* ---- Lifecycle and topology -------------------------------------------------------------- */
+/* Discovers rank and size (mpirun, or a singleton with no launcher), connects every rank and
+ * starts the engine thread. Collective over all ranks. */
+HVDC_API hvd_status_t hvd_init(void);
+HVDC_API hvd_status_t hvd_init_with_config(const hvd_config_t* config);
+/* Fails every pending op with HVD_ERR_SHUT_DOWN, stops the engine, releases everything.
+ * hvd_init may be called again afterwards. */
+HVDC_API hvd_status_t hvd_shutdown(void);
+HVDC_API int32_t hvd_is_initialized(void);
+
+/* Each returns -1 before init. local = this host; cross = ranks sharing this local rank. */
+HVDC_API int32_t hvd_rank(void);
+HVDC_API int32_t hvd_size(void);
+HVDC_API int32_t hvd_local_rank(void);
+HVDC_API int32_t hvd_local_size(void);
+HVDC_API int32_t hvd_cross_rank(void);
+HVDC_API int32_t hvd_cross_size(void);
+
+/* ---- Collectives ------------------------------------------------------------------------- */
+typedef uint64_t hvd_handle_t; /* 0 is never a valid handle */
+
+/* Completion callback: runs on the engine thread when the op ends, before hvd_wait returns;
+ * it must not block on hvdc. */
+typedef void (*hvd_done_fn)(void* user_data, hvd_handle_t handle, hvd_status_t status);
+
+/* Optional per-op arguments. Call hvd_op_args_init first; it sets struct_size and defaults. */
+typedef struct hvd_op_args_t {
+  uint32_t struct_size;    /* sizeof(hvd_op_args_t) as the caller compiled it */
+  int32_t process_set;     /* 0 = all ranks */
+  double prescale_factor;  /* allreduce: multiply inputs before reducing (default 1) */
+  double postscale_factor; /* allreduce: multiply the result (default 1) */
+  hvd_done_fn on_done;
+  void* on_done_user_data;
+} hvd_op_args_t;
+HVDC_API hvd_status_t hvd_op_args_init(hvd_op_args_t* args, size_t struct_size);
+
+/* Names identify a tensor across ranks: ranks may submit differently named tensors in any order.
+ * name == NULL takes "<op>.noname.<N>" from a per-op counter (ranks must then call in the same
+ * order). A name already in flight fails with HVD_ERR_DUPLICATE_NAME. args may be NULL. */
+
+/* Reduces input over all ranks into output (same dtype and shape; output == input->data is in
+ * place). Every rank gets bit-identical results. */
+HVDC_API hvd_status_t hvd_allreduce_async(const hvd_tensor_t* input, void* output,
+                                          int32_t reduce_op, const char* name,
+                                          const hvd_op_args_t* args, hvd_handle_t* handle);
+
+/* Test whether the op ended (*done = 1) without blocking; returns the op's status once done. */
+HVDC_API hvd_status_t hvd_test(hvd_handle_t handle, int32_t* done);
+/* Blocks until the op ends and returns its status. On failure the op's message becomes this
+ * thread's hvd_last_error_message. */
+HVDC_API hvd_status_t hvd_wait(hvd_handle_t handle);
+/* Waits for every handle; returns HVD_SUCCESS or the first failure in array order. */
+HVDC_API hvd_status_t hvd_wait_all(const hvd_handle_t* handles, size_t count);
+/* Releases a handle (waiting first if its op still runs). */
+HVDC_API hvd_status_t hvd_handle_free(hvd_handle_t handle);
+
+/* ---- Faults and features ----------------------------------------------------------------- */
+/* Fails every pending op on every rank with HVD_ERR_ABORTED; the message carries the reason and
+ * the aborting rank. Later ops fail the same way until hvd_shutdown. */
+HVDC_API hvd_status_t hvd_abort(const char* reason);
+/* *status = the first asynchronous error the engine met (HVD_SUCCESS if none); when there is
+ * one, its message also becomes this thread's hvd_last_error_message. */
+HVDC_API hvd_status_t hvd_get_async_error(hvd_status_t* status);
+
+enum { HVD_FEATURE_UCX = 0, HVD_FEATURE_MPI = 1, HVD_FEATURE_CUDA = 2, HVD_FEATURE_NCCL = 3 };
+/* 1 if the feature was compiled in, 0 if not (or unknown). */
+HVDC_API int32_t hvd_has_feature(int32_t feature);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HVDC_H_ */

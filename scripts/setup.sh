@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hvdc needs to build and test, skipping those already present.
+set -euo pipefail
+packages=(
+  g++ meson ninja-build pkg-config python3 python3-venv clang-format
+  libucx-dev ucx-utils libopenmpi-dev openmpi-bin libgtest-dev libdlpack-dev abigail-tools
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi

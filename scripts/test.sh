@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh Debian machine: installs what is missing, builds, runs every
+# suite, and ends with one line "hvdc tests: N passed, M failed, K skipped".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+status=0
+meson test -C build --print-errorlogs --num-processes 2 || status=$?
+python3 scripts/summarize_tests.py build/meson-logs/testlog.json || status=1
+exit $status

@@ -1,0 +1,51 @@
+#include "api/api_state.h"
+
+#include <unistd.h>
+
+#include <string>
+
+namespace hvdc::api {
+
+namespace {
+thread_local std::string t_last_error;
+}
+
+ApiState& state() {
+  static ApiState* s = new ApiState();  // never destroyed: callers may outlive static teardown
+  return *s;
+}
+
+void set_last_error(const std::string& message) {
+  t_last_error = message;
+}
+const char* last_error() {
+  return t_last_error.c_str();
+}
+
+hvd_status_t report(const Status& status) {
+  if (!status.is_ok()) set_last_error(status.message());
+  return status.code();
+}
+
+Status check_not_forked() {
+  pid_t owner = state().owner_pid.load();
+  if (owner != 0 && owner != getpid()) {
+    return common::make_error(HVD_ERR_FORKED,
+                              "this process was forked from process %d after hvd_init; the "
+                              "child cannot use its parent's engine",
+                              static_cast<int>(owner));
+  }
+  return Status::ok();
+}
+
+Status current_engine(core::Engine** out) {
+  HVDC_RETURN_IF_ERROR(check_not_forked());
+  core::Engine* engine = state().engine.load(std::memory_order_acquire);
+  if (engine == nullptr) {
+    return Status(HVD_ERR_NOT_INITIALIZED, "hvdc is not initialized; call hvd_init first");
+  }
+  *out = engine;
+  return Status::ok();
+}
+
+}  // namespace hvdc::api

@@ -1,0 +1,55 @@
+// Process-wide state behind the C API: the engine (one per hvd_init), the handle table (which
+// outlives engines, so handles from before a shutdown stay valid to wait on and free), and the
+// helpers every exported function uses to turn statuses and exceptions into return codes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <mutex>
+#include <new>
+
+#include "common/status.h"
+#include "core/engine.h"
+#include "core/handle_table.h"
+
+namespace hvdc::api {
+
+using common::Status;
+
+struct ApiState {
+  std::mutex lifecycle_mutex;  // serializes init and shutdown
+  std::atomic<core::Engine*> engine{nullptr};
+  std::atomic<pid_t> owner_pid{0};
+  core::HandleTable handles;
+};
+
+ApiState& state();
+
+// Sets the calling thread's last error message.
+void set_last_error(const std::string& message);
+const char* last_error();
+
+// Records a failure's message and returns its code.
+hvd_status_t report(const Status& status);
+
+// The running engine of this process, or an error (not initialized, or a forked child).
+Status current_engine(core::Engine** out);
+// HVD_ERR_FORKED in a child created by fork() after hvd_init, else ok.
+Status check_not_forked();
+
+// Runs body, converting its Status and any exception into a return code.
+template <typename Body>
+hvd_status_t guarded(Body&& body) noexcept {
+  try {
+    return report(body());
+  } catch (const std::bad_alloc&) {
+    return report(Status(HVD_ERR_OUT_OF_MEMORY, "out of memory"));
+  } catch (const std::exception& e) {
+    return report(common::make_error(HVD_ERR_INTERNAL, "internal error: %s", e.what()));
+  } catch (...) {
+    return report(Status(HVD_ERR_INTERNAL, "internal error: unknown exception"));
+  }
+}
+
+}  // namespace hvdc::api

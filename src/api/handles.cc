@@ -1,0 +1,82 @@
+// Handle lifecycle: test, wait, wait_all, free.
+#include "api/api_state.h"
+
+using hvdc::api::guarded;
+using hvdc::api::state;
+using hvdc::common::Status;
+using hvdc::core::OpState;
+
+namespace {
+
+int spin_micros() {
+  hvdc::core::Engine* engine = state().engine.load(std::memory_order_acquire);
+  return engine ? engine->spin_micros() : 0;
+}
+
+Status find(hvd_handle_t handle, std::shared_ptr<OpState>* out) {
+  HVDC_RETURN_IF_ERROR(hvdc::api::check_not_forked());
+  *out = state().handles.find(handle);
+  if (!*out) {
+    return hvdc::common::make_error(HVD_ERR_INVALID_HANDLE,
+                                    "handle 0x%llx is unknown, stale or already freed",
+                                    static_cast<unsigned long long>(handle));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+hvd_status_t hvd_test(hvd_handle_t handle, int32_t* done) {
+  return guarded([&] {
+    if (done == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "done is NULL");
+    std::shared_ptr<OpState> op;
+    HVDC_RETURN_IF_ERROR(find(handle, &op));
+    if (!op->done()) {
+      *done = 0;
+      return Status::ok();
+    }
+    *done = 1;
+    return op->result();
+  });
+}
+
+hvd_status_t hvd_wait(hvd_handle_t handle) {
+  return guarded([&] {
+    std::shared_ptr<OpState> op;
+    HVDC_RETURN_IF_ERROR(find(handle, &op));
+    return op->wait(spin_micros());
+  });
+}
+
+hvd_status_t hvd_wait_all(const hvd_handle_t* handles, size_t count) {
+  return guarded([&] {
+    if (handles == nullptr && count > 0) return Status(HVD_ERR_INVALID_ARGUMENT, "handles is NULL");
+    Status first;
+    for (size_t i = 0; i < count; ++i) {
+      std::shared_ptr<OpState> op;
+      Status st = find(handles[i], &op);
+      if (st.is_ok()) st = op->wait(spin_micros());
+      if (!st.is_ok() && first.is_ok())
+        first = st.with_context(hvdc::common::strfmt("handles[%zu]", i));
+    }
+    return first;
+  });
+}
+
+hvd_status_t hvd_handle_free(hvd_handle_t handle) {
+  return guarded([&] {
+    std::shared_ptr<OpState> op;
+    HVDC_RETURN_IF_ERROR(find(handle, &op));
+    (void)op->wait(0);  // buffers belong to the op until it ends
+    if (!state().handles.erase(handle)) {
+      return hvdc::common::make_error(HVD_ERR_INVALID_HANDLE,
+                                      "handle 0x%llx was freed concurrently",
+                                      static_cast<unsigned long long>(handle));
+    }
+    return Status::ok();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,101 @@
+#include "api/validate.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/dtype.h"
+
+namespace hvdc::api {
+
+using common::make_error;
+
+Status check_tensor(const hvd_tensor_t* tensor, const char* arg, core::Request* out) {
+  if (tensor == nullptr) return make_error(HVD_ERR_INVALID_ARGUMENT, "%s is NULL", arg);
+  if (!common::dtype_valid(tensor->dtype)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s->dtype %d is not a valid hvdc dtype", arg,
+                      tensor->dtype);
+  }
+  if (tensor->ndim < 0 || tensor->ndim > HVD_MAX_NDIM) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s->ndim %d is outside [0, %d]", arg, tensor->ndim,
+                      HVD_MAX_NDIM);
+  }
+  if (tensor->ndim > 0 && tensor->shape == nullptr) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s->shape is NULL with ndim %d", arg,
+                      tensor->ndim);
+  }
+  if (tensor->device.type != HVD_DEVICE_CPU && tensor->device.type != HVD_DEVICE_CUDA) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "%s->device.type %d is neither CPU (1) nor CUDA (2)", arg,
+                      tensor->device.type);
+  }
+  const uint64_t limit = std::numeric_limits<int64_t>::max() / common::dtype_size(tensor->dtype);
+  uint64_t count = 1;
+  out->shape.assign(tensor->shape, tensor->shape + tensor->ndim);
+  for (int i = 0; i < tensor->ndim; ++i) {
+    const int64_t d = tensor->shape[i];
+    if (d < 0) {
+      return make_error(HVD_ERR_INVALID_ARGUMENT, "%s->shape[%d] is negative (%lld)", arg, i,
+                        static_cast<long long>(d));
+    }
+    if (d != 0 && count > limit / static_cast<uint64_t>(d)) {
+      return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: the shape's byte size overflows at dim %d",
+                        arg, i);
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  if (count > 0 && tensor->data == nullptr) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s->data is NULL for %llu elements", arg,
+                      static_cast<unsigned long long>(count));
+  }
+  out->dtype = tensor->dtype;
+  out->device_type = tensor->device.type;
+  out->device_id = tensor->device.id;
+  return Status::ok();
+}
+
+Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out) {
+  hvd_op_args_init(out, sizeof(*out));
+  if (args == nullptr) return Status::ok();
+  const size_t minimum = offsetof(hvd_op_args_t, process_set) + sizeof(int32_t);
+  if (args->struct_size < minimum) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "args->struct_size %u is too small; call hvd_op_args_init first",
+                      args->struct_size);
+  }
+  std::memcpy(out, args, std::min<size_t>(args->struct_size, sizeof(*out)));
+  out->struct_size = sizeof(*out);
+  if (out->process_set != 0) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "args->process_set %d does not exist (only 0, all ranks, exists)",
+                      out->process_set);
+  }
+  if (!std::isfinite(out->prescale_factor) || !std::isfinite(out->postscale_factor)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "args: scale factors must be finite (%g, %g)",
+                      out->prescale_factor, out->postscale_factor);
+  }
+  return Status::ok();
+}
+
+Status check_name(const char* name) {
+  const size_t len = std::strlen(name);
+  if (len == 0) return Status(HVD_ERR_INVALID_ARGUMENT, "name is empty; pass NULL for automatic");
+  if (len > core::kMaxNameLength) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "name is %zu bytes long; the limit is %zu", len,
+                      core::kMaxNameLength);
+  }
+  return Status::ok();
+}
+
+Status check_reduce_op(int32_t reduce_op, int32_t dtype) {
+  if (!common::reduce_op_valid(reduce_op)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "reduce_op %d is not a valid hvdc reduce op",
+                      reduce_op);
+  }
+  if (dtype == HVD_BOOL && reduce_op == HVD_OP_AVERAGE) {
+    return Status(HVD_ERR_INVALID_ARGUMENT, "reduce_op average is not defined for bool tensors");
+  }
+  return Status::ok();
+}
+
+}  // namespace hvdc::api

@@ -1,0 +1,20 @@
+// Argument checks for the collective entry points. Each failure names the argument and value.
+#pragma once
+
+#include "common/status.h"
+#include "core/message.h"
+#include "hvdc.h"
+
+namespace hvdc::api {
+
+using common::Status;
+
+// Fills the request's dtype, device and shape from a tensor descriptor, checking each.
+Status check_tensor(const hvd_tensor_t* tensor, const char* arg, core::Request* out);
+// Copies the fields the caller's struct has; defaults for the rest.
+Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out);
+// The explicit name, or an error for an empty or too long one.
+Status check_name(const char* name);
+Status check_reduce_op(int32_t reduce_op, int32_t dtype);
+
+}  // namespace hvdc::api

@@ -1,0 +1,142 @@
+#include "common/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/log.h"
+#include "hvdc.h"
+
+namespace hvdc::common {
+namespace {
+
+Status parse_int_at_least(const Knob& knob, const std::string& raw, int64_t min_value,
+                          std::string* normalized) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(raw.c_str(), &end, 10);
+  if (raw.empty() || errno != 0 || end == nullptr || *end != '\0' || v < min_value) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (an integer >= %lld)",
+                      knob.name, raw.c_str(), static_cast<long long>(min_value));
+  }
+  *normalized = std::to_string(v);
+  return Status::ok();
+}
+
+Status parse_non_negative(const Knob& knob, const std::string& raw, std::string* normalized) {
+  return parse_int_at_least(knob, raw, 0, normalized);
+}
+
+Status parse_positive(const Knob& knob, const std::string& raw, std::string* normalized) {
+  return parse_int_at_least(knob, raw, 1, normalized);
+}
+
+Status parse_any_string(const Knob&, const std::string& raw, std::string* normalized) {
+  *normalized = raw;
+  return Status::ok();
+}
+
+Status parse_log_level(const Knob& knob, const std::string& raw, std::string* normalized) {
+  static const char* const kNames[] = {"trace", "debug", "info", "warning", "error", "off"};
+  for (int i = 0; i <= kOff; ++i) {
+    if (raw == kNames[i] || raw == std::to_string(i)) {
+      *normalized = std::to_string(i);
+      return Status::ok();
+    }
+  }
+  if (raw == "fatal") {  // Horovod's spelling for "errors only"
+    *normalized = std::to_string(kError);
+    return Status::ok();
+  }
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "%s: invalid value '%s' (trace, debug, info, warning, error, off or 0-5)",
+                    knob.name, raw.c_str());
+}
+
+Status parse_bootstrap(const Knob& knob, const std::string& raw, std::string* normalized) {
+  if (raw == "auto" || raw == "singleton" || raw == "mpi") {
+    *normalized = raw;
+    return Status::ok();
+  }
+  return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (auto, singleton or mpi)",
+                    knob.name, raw.c_str());
+}
+
+const char* env_or_null(const char* name) {
+  if (name == nullptr) return nullptr;
+  const char* v = std::getenv(name);
+  return (v != nullptr && v[0] != '\0') ? v : nullptr;
+}
+
+}  // namespace
+
+const std::vector<Knob>& knob_registry() {
+  static const std::vector<Knob> kKnobs = {
+      {"HVDC_LOG_LEVEL", "HOROVOD_LOG_LEVEL", HVD_CFG_LOG_LEVEL, true, "warning", parse_log_level,
+       "Least severe level logged: trace, debug, info, warning, error or off."},
+      {"HVDC_HOSTNAME", nullptr, HVD_CFG_HOSTNAME, false, "", parse_any_string,
+       "Host identity for local/cross topology; empty means the system hostname."},
+      {"HVDC_BOOTSTRAP", nullptr, HVD_CFG_BOOTSTRAP, false, "auto", parse_bootstrap,
+       "How ranks find each other: auto (MPI when started by mpirun, else singleton), "
+       "singleton or mpi."},
+      {"HVDC_SPIN_MICROS", nullptr, HVD_CFG_SPIN_MICROS, true, "50", parse_non_negative,
+       "Microseconds the engine thread polls for work before it sleeps."},
+      {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
+       "Allreduces up to this size use the low-latency algorithm instead of the ring."},
+      {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
+       "Size of the pieces the ring allreduce pipelines and reduces in cache."},
+  };
+  return kKnobs;
+}
+
+const Knob* find_knob_by_key(int32_t config_key) {
+  for (const Knob& knob : knob_registry()) {
+    if (knob.config_key == config_key && config_key >= 0) return &knob;
+  }
+  return nullptr;
+}
+
+Status Settings::resolve(const ConfigOverrides& overrides, Settings* out) {
+  Settings settings;
+  for (const Knob& knob : knob_registry()) {
+    std::string raw = knob.default_value;
+    std::string source = "default";
+    const char* origin = knob.name;  // the variable (or key) the value came from, for errors
+    if (const char* v = env_or_null(knob.horovod_alias)) {
+      raw = v;
+      origin = knob.horovod_alias;
+      source = strfmt("environment (%s)", origin);
+    }
+    if (const char* v = env_or_null(knob.name)) {
+      raw = v;
+      origin = knob.name;
+      source = strfmt("environment (%s)", origin);
+    }
+    auto it = overrides.find(knob.config_key);
+    if (knob.config_key >= 0 && it != overrides.end()) {
+      raw = it->second;
+      origin = knob.name;
+      source = "config";
+    }
+    Knob named = knob;
+    named.name = origin;
+    Entry entry;
+    HVDC_RETURN_IF_ERROR(knob.parse(named, raw, &entry.value).with_context("configuration"));
+    entry.source = source;
+    settings.entries_[knob.name] = entry;
+  }
+  *out = std::move(settings);
+  return Status::ok();
+}
+
+int64_t Settings::get_int(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? 0 : std::strtoll(it->second.value.c_str(), nullptr, 10);
+}
+
+const std::string& Settings::get_str(const std::string& name) const {
+  static const std::string kEmpty;
+  auto it = entries_.find(name);
+  return it == entries_.end() ? kEmpty : it->second.value;
+}
+
+}  // namespace hvdc::common

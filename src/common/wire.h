@@ -1,0 +1,53 @@
+// Little-endian binary encoding for control messages. Reader checks every length against what
+// remains before it allocates or copies, so malformed or truncated input is an error, never a
+// crash or an oversized allocation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvdc::common {
+
+class WireWriter {
+ public:
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void i32(int32_t v) { raw(&v, sizeof(v)); }
+  void u32(uint32_t v) { raw(&v, sizeof(v)); }
+  void i64(int64_t v) { raw(&v, sizeof(v)); }
+  void f64(double v) { raw(&v, sizeof(v)); }
+  void str(const std::string& s);
+  void i64s(const std::vector<int64_t>& v);
+  std::string take() { return std::move(out_); }
+
+ private:
+  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+class WireReader {
+ public:
+  WireReader(const std::string& in, const char* what) : in_(in), what_(what) {}
+  Status u8(uint8_t* v) { return raw(v, sizeof(*v)); }
+  Status i32(int32_t* v) { return raw(v, sizeof(*v)); }
+  Status u32(uint32_t* v) { return raw(v, sizeof(*v)); }
+  Status i64(int64_t* v) { return raw(v, sizeof(*v)); }
+  Status f64(double* v) { return raw(v, sizeof(*v)); }
+  Status str(std::string* s, size_t max_len);
+  Status i64s(std::vector<int64_t>* v, size_t max_count);
+  // A count of items, each at least min_item_bytes long: rejects counts the input cannot hold.
+  Status count(uint32_t* n, size_t min_item_bytes);
+  // Fails unless every byte was consumed.
+  Status finish() const;
+
+ private:
+  Status raw(void* p, size_t n);
+  Status malformed(const char* why) const;
+  const std::string& in_;
+  size_t pos_ = 0;
+  const char* what_;
+};
+
+}  // namespace hvdc::common

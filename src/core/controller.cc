@@ -1,0 +1,145 @@
+#include "core/controller.h"
+
+#include <functional>
+#include <map>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "hvdc.h"
+
+namespace hvdc::core {
+
+using common::strfmt;
+
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+// "rank 0: float32; ranks 1, 2: int32" — ranks grouped by the value they submitted.
+std::string describe(const std::vector<Request>& by_rank,
+                     const std::function<std::string(const Request&)>& value) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    std::string v = value(by_rank[r]);
+    auto it = groups.begin();
+    while (it != groups.end() && it->first != v) ++it;
+    if (it == groups.end()) {
+      groups.push_back({v, {}});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(static_cast<int>(r));
+  }
+  std::string out;
+  for (const auto& [v, ranks] : groups) {
+    if (!out.empty()) out += "; ";
+    out += ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+    out += ": " + v;
+  }
+  return out;
+}
+
+struct Check {
+  const char* property;
+  bool (*applies)(OpType);
+  std::function<std::string(const Request&)> value;
+};
+
+bool always(OpType) {
+  return true;
+}
+bool is_allreduce(OpType t) {
+  return t == OpType::kAllreduce;
+}
+bool full_shape(OpType t) {
+  return t == OpType::kAllreduce || t == OpType::kBroadcast;
+}
+bool is_allgather(OpType t) {
+  return t == OpType::kAllgather;
+}
+bool is_broadcast(OpType t) {
+  return t == OpType::kBroadcast;
+}
+
+std::string trailing_dims(const Request& r) {
+  std::vector<int64_t> tail(r.shape.begin() + (r.shape.empty() ? 0 : 1), r.shape.end());
+  return strfmt("%zu dims, trailing %s", r.shape.size(), shape_string(tail).c_str());
+}
+
+const std::vector<Check>& checks() {
+  static const std::vector<Check> kChecks = {
+      {"data type", always, [](const Request& r) { return common::dtype_name(r.dtype); }},
+      {"operation", always, [](const Request& r) { return op_type_name(r.op_type); }},
+      {"shape", full_shape, [](const Request& r) { return shape_string(r.shape); }},
+      {"prescale/postscale factors", is_allreduce,
+       [](const Request& r) { return strfmt("%.17g/%.17g", r.prescale, r.postscale); }},
+      {"reduction operation", is_allreduce,
+       [](const Request& r) { return common::reduce_op_name(r.reduce_op); }},
+      {"shape", is_allgather, trailing_dims},
+      {"root rank", is_broadcast, [](const Request& r) { return std::to_string(r.root); }},
+      {"CPU/GPU device selection", always,
+       [](const Request& r) { return r.device_type == HVD_DEVICE_CPU ? "CPU" : "GPU"; }},
+  };
+  return kChecks;
+}
+
+}  // namespace
+
+std::string find_mismatch(const std::string& name, const std::vector<Request>& by_rank) {
+  for (const Check& check : checks()) {
+    if (!check.applies(by_rank[0].op_type)) continue;
+    const std::string first = check.value(by_rank[0]);
+    for (size_t r = 1; r < by_rank.size(); ++r) {
+      if (check.value(by_rank[r]) == first) continue;
+      return strfmt("Mismatched %s %s for tensor '%s': %s", op_type_name(by_rank[0].op_type),
+                    check.property, name.c_str(), describe(by_rank, check.value).c_str());
+    }
+  }
+  return std::string();
+}
+
+void Controller::add(int rank, Request request) {
+  Entry& entry = table_[request.name];
+  if (entry.present.empty()) {
+    entry.requests.resize(size_);
+    entry.present.assign(size_, false);
+  }
+  if (entry.present[rank]) return;  // a rank reports each in-flight name once
+  std::string name = request.name;
+  entry.requests[rank] = std::move(request);
+  entry.present[rank] = true;
+  if (++entry.count == size_) ready_.push_back(std::move(name));
+}
+
+Response Controller::construct(const std::string& name, const Entry& entry) const {
+  Response response;
+  response.op_type = entry.requests[0].op_type;
+  response.names.push_back(name);
+  std::string mismatch = find_mismatch(name, entry.requests);
+  if (!mismatch.empty()) {
+    response.kind = ResponseKind::kError;
+    response.error_code = HVD_ERR_MISMATCH;
+    response.error_message = mismatch;
+  }
+  return response;
+}
+
+std::vector<Response> Controller::take_ready() {
+  std::vector<Response> out;
+  out.reserve(ready_.size());
+  for (const std::string& name : ready_) {
+    auto it = table_.find(name);
+    out.push_back(construct(name, it->second));
+    table_.erase(it);
+  }
+  ready_.clear();
+  return out;
+}
+
+}  // namespace hvdc::core

@@ -1,0 +1,165 @@
+#include "core/engine.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+
+#include "common/log.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace hvdc::core {
+
+using common::make_error;
+
+namespace {
+
+std::string system_hostname() {
+  char name[HOST_NAME_MAX + 1] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config)
+    : config_(config), bootstrap_(std::move(bootstrap)) {}
+
+Status Engine::start(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config,
+                     std::unique_ptr<Engine>* out) {
+  std::unique_ptr<Engine> engine(new Engine(std::move(bootstrap), config));
+  Status st = engine->connect();
+  if (!st.is_ok()) {
+    engine->transport_.reset();
+    (void)engine->bootstrap_->finalize();  // leave no MPI initialized behind a failed init
+    return st;
+  }
+  engine->thread_ = std::thread(&Engine::run, engine.get());
+  *out = std::move(engine);
+  return Status::ok();
+}
+
+Status Engine::connect() {
+  const int rank = bootstrap_->rank();
+  const int size = bootstrap_->size();
+  if (size > transport::kMaxRanks) {
+    return make_error(HVD_ERR_UNSUPPORTED, "%d ranks exceed the limit of %d", size,
+                      transport::kMaxRanks);
+  }
+  std::string host = config_.hostname.empty() ? system_hostname() : config_.hostname;
+  std::vector<std::string> hosts;
+  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
+  topology_ = compute_topology(rank, hosts);
+  if (rank == 0) controller_ = std::make_unique<Controller>(size);
+  if (size == 1) return Status::ok();  // a single rank needs no transport
+  transport::UcxOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.spin_micros = config_.spin_micros;
+  auto exchange = [this](const std::string& mine, std::vector<std::string>* all) {
+    return bootstrap::allgather_strings(*bootstrap_, mine, all);
+  };
+  HVDC_RETURN_IF_ERROR(transport::create_ucx_transport(options, exchange, &transport_)
+                           .with_context(common::strfmt("connecting rank %d of %d", rank, size)));
+  return bootstrap_->barrier();
+}
+
+Engine::~Engine() {
+  if (thread_.joinable()) shutdown();
+}
+
+Status Engine::enqueue(TensorEntry entry) {
+  return queue_.push(std::move(entry));
+}
+
+std::string Engine::auto_name(OpType type) {
+  uint64_t n = auto_name_counters_[static_cast<int>(type)].fetch_add(1);
+  std::string op = op_type_name(type);
+  for (char& c : op) c = static_cast<char>(c - 'A' + 'a');
+  return common::strfmt("%s.noname.%llu", op.c_str(), static_cast<unsigned long long>(n));
+}
+
+void Engine::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (abort_reason_.empty()) abort_reason_ = reason.empty() ? "(no reason given)" : reason;
+  }
+  abort_requested_.store(true);
+  queue_.wake();
+}
+
+Status Engine::async_error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return async_error_;
+}
+
+void Engine::run() {
+  common::set_thread_log_rank(topology_.rank);
+  auto last_busy = std::chrono::steady_clock::now();
+  const auto spin = std::chrono::microseconds(config_.spin_micros);
+  while (!stop_.load(std::memory_order_acquire)) {
+    queue_.drain_wake();
+    if (step()) {
+      last_busy = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - last_busy > spin) {
+      idle_wait();
+    } else if (transport_) {
+      transport_->progress();
+    }
+  }
+  if (terminated_.is_ok()) {
+    terminate(make_error(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank %d", topology_.rank),
+              true);
+  }
+  if (transport_) transport_->progress();  // push the shutdown notices out
+}
+
+// One pass over everything that can make progress; true if anything did.
+bool Engine::step() {
+  bool busy = false;
+  if (transport_) busy |= transport_->progress() > 0;
+  busy |= poll_terminate();
+  busy |= handle_abort_request();
+  if (!terminated_.is_ok()) return busy;
+  busy |= report_local_requests();
+  busy |= coordinate();
+  busy |= receive_responses();
+  busy |= execute_responses();
+  return busy;
+}
+
+void Engine::idle_wait() {
+  // Bounded so that a missed wake-up costs latency, never a hang.
+  constexpr int kMaxSleepMs = 100;
+  if (transport_) {
+    transport_->sleep(queue_.wake_fd(), kMaxSleepMs);
+  } else {
+    struct pollfd fd = {queue_.wake_fd(), POLLIN, 0};
+    ::poll(&fd, 1, kMaxSleepMs);
+  }
+}
+
+Status Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shut_down_) return Status::ok();
+    shut_down_ = true;
+  }
+  stop_.store(true, std::memory_order_release);
+  queue_.wake();
+  if (thread_.joinable()) thread_.join();
+  // Every rank must be past its last send before endpoints close.
+  Status status = bootstrap_->barrier();
+  if (transport_) {
+    Status closed = transport_->close();
+    if (status.is_ok()) status = closed;
+    Status again = bootstrap_->barrier();
+    if (status.is_ok()) status = again;
+    transport_.reset();
+  }
+  Status finalized = bootstrap_->finalize();
+  return status.is_ok() ? finalized : status;
+}
+
+}  // namespace hvdc::core

@@ -1,0 +1,96 @@
+// Executing responses: every rank runs the same list in the same order.
+#include <cstring>
+
+#include "common/dtype.h"
+#include "common/log.h"
+#include "core/engine.h"
+#include "ops/cpu/allreduce/allreduce.h"
+#include "ops/cpu/reduce/reduce.h"
+
+namespace hvdc::core {
+
+using common::make_error;
+
+namespace {
+
+size_t element_count(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// Failures after which the ranks can no longer agree on what happened: end the engine's work.
+bool is_fatal(hvd_status_t code) {
+  return code == HVD_ERR_TRANSPORT || code == HVD_ERR_PEER_FAILURE || code == HVD_ERR_ABORTED ||
+         code == HVD_ERR_SHUT_DOWN || code == HVD_ERR_TIMEOUT;
+}
+
+}  // namespace
+
+bool Engine::execute_responses() {
+  if (responses_.empty()) return false;
+  while (!responses_.empty() && terminated_.is_ok()) {
+    Response response = std::move(responses_.front());
+    responses_.pop_front();
+    ++op_seq_;
+    for (const std::string& name : response.names) {
+      TensorEntry entry;
+      if (!queue_.take(name, &entry)) {
+        HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
+        continue;
+      }
+      Status st = response.kind == ResponseKind::kError
+                      ? Status(response.error_code, response.error_message)
+                      : execute_one(entry);
+      entry.state->complete(st);
+      if (is_fatal(st.code())) terminate(st, true);
+    }
+  }
+  return true;
+}
+
+Status Engine::execute_one(TensorEntry& entry) {
+  const Request& r = entry.request;
+  if (r.device_type != HVD_DEVICE_CPU) {
+    return make_error(HVD_ERR_UNSUPPORTED,
+                      "tensor '%s' is on a CUDA device; this build of hvdc has no GPU data path "
+                      "yet (every rank reports this error)",
+                      r.name.c_str());
+  }
+  switch (r.op_type) {
+    case OpType::kAllreduce:
+      return run_allreduce(entry);
+    default:
+      return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(r.op_type));
+  }
+}
+
+Status Engine::run_allreduce(TensorEntry& entry) {
+  const Request& r = entry.request;
+  const size_t count = element_count(r.shape);
+  const size_t bytes = count * common::dtype_size(r.dtype);
+  if (r.prescale != 1.0) {
+    ops::cpu::scale(entry.output, entry.input, count, r.dtype, r.prescale);
+  } else if (entry.output != entry.input && bytes > 0) {
+    std::memmove(entry.output, entry.input, bytes);
+  }
+  ops::cpu::Comm comm;
+  comm.transport = transport_.get();
+  comm.members.resize(topology_.size);
+  for (int i = 0; i < topology_.size; ++i) comm.members[i] = i;
+  comm.index = topology_.rank;
+  comm.seq = op_seq_;
+  comm.interrupt = [this] { return interrupt_check(); };
+  comm.scratch = &scratch_;
+  comm.segment_bytes = config_.segment_bytes;
+  comm.small_bytes = config_.small_allreduce_bytes;
+  ops::cpu::ReduceSpec spec;
+  spec.dtype = r.dtype;
+  spec.op = r.reduce_op;
+  spec.divisor = r.reduce_op == HVD_OP_AVERAGE ? topology_.size : 1;
+  spec.postscale = r.postscale;
+  return ops::cpu::allreduce(comm, entry.output, count, spec)
+      .with_context(common::strfmt("allreduce of '%s'", r.name.c_str()));
+}
+
+}  // namespace hvdc::core

@@ -1,0 +1,64 @@
+// Negotiation messages: what a rank has ready (RequestList), what every rank executes and in
+// which order (ResponseList), and the notice that a rank aborted or shut down (Terminate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvdc::core {
+
+using common::Status;
+
+enum class OpType : int32_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kBarrier = 3 };
+const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
+
+constexpr size_t kMaxNameLength = 4096;
+
+struct Request {
+  std::string name;
+  OpType op_type = OpType::kAllreduce;
+  int32_t dtype = 0;
+  int32_t reduce_op = 0;
+  int32_t root = 0;
+  int32_t device_type = 1;
+  int32_t device_id = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> shape;
+};
+
+struct RequestList {
+  std::vector<Request> requests;
+};
+
+enum class ResponseKind : int32_t { kExecute = 0, kError = 1 };
+
+struct Response {
+  ResponseKind kind = ResponseKind::kExecute;
+  OpType op_type = OpType::kAllreduce;
+  std::vector<std::string> names;
+  int32_t error_code = 0;
+  std::string error_message;
+};
+
+struct ResponseList {
+  std::vector<Response> responses;
+};
+
+struct Terminate {
+  int32_t code = 0;  // HVD_ERR_ABORTED or HVD_ERR_SHUT_DOWN
+  int32_t rank = -1;
+  std::string reason;
+};
+
+std::string encode(const RequestList& list);
+std::string encode(const ResponseList& list);
+std::string encode(const Terminate& msg);
+Status decode(const std::string& bytes, RequestList* out);
+Status decode(const std::string& bytes, ResponseList* out);
+Status decode(const std::string& bytes, Terminate* out);
+
+}  // namespace hvdc::core

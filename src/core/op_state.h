@@ -1,0 +1,38 @@
+// The completion state of one submitted op, shared by the engine (which completes it) and the
+// API threads that test, wait on or free its handle.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+#include "hvdc.h"
+
+namespace hvdc::core {
+
+class OpState {
+ public:
+  OpState(hvd_done_fn on_done, void* user_data) : on_done_(on_done), user_data_(user_data) {}
+
+  void set_handle(hvd_handle_t handle) { handle_ = handle; }
+  // Runs the completion callback, then records the result and wakes waiters. Called once, by
+  // the engine thread.
+  void complete(const common::Status& status);
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  // Blocks until done (spinning for spin_micros first); returns the op's status.
+  common::Status wait(int spin_micros);
+  common::Status result() const;  // valid once done()
+
+ private:
+  hvd_done_fn on_done_;
+  void* user_data_;
+  hvd_handle_t handle_ = 0;
+  std::atomic<bool> done_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  common::Status status_;
+};
+
+}  // namespace hvdc::core

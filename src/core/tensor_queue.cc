@@ -1,0 +1,85 @@
+#include "core/tensor_queue.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace hvdc::core {
+
+TensorQueue::TensorQueue() {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+TensorQueue::~TensorQueue() {
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+Status TensorQueue::push(TensorEntry entry) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return close_status_;
+    const std::string& name = entry.request.name;
+    if (entries_.count(name) != 0) {
+      return common::make_error(HVD_ERR_DUPLICATE_NAME,
+                                "a tensor named '%s' is already in flight; wait for it or use "
+                                "another name",
+                                name.c_str());
+    }
+    fresh_.push_back(name);
+    entries_.emplace(name, std::move(entry));
+  }
+  wake();
+  return Status::ok();
+}
+
+std::vector<Request> TensorQueue::pop_new() {
+  std::vector<Request> out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  out.reserve(fresh_.size());
+  for (const std::string& name : fresh_) {
+    auto it = entries_.find(name);
+    if (it != entries_.end()) out.push_back(it->second.request);
+  }
+  fresh_.clear();
+  return out;
+}
+
+bool TensorQueue::take(const std::string& name, TensorEntry* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return false;
+  *out = std::move(it->second);
+  entries_.erase(it);
+  return true;
+}
+
+std::vector<TensorEntry> TensorQueue::close(const common::Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!closed_) {
+    closed_ = true;
+    close_status_ = status;
+  }
+  std::vector<TensorEntry> out;
+  for (auto& [name, entry] : entries_) out.push_back(std::move(entry));
+  entries_.clear();
+  fresh_.clear();
+  return out;
+}
+
+void TensorQueue::wake() {
+  uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd_, &one, sizeof(one));
+  (void)rc;  // a full counter still wakes the reader
+}
+
+void TensorQueue::drain_wake() {
+  uint64_t value;
+  ssize_t rc = ::read(wake_fd_, &value, sizeof(value));
+  (void)rc;
+}
+
+size_t TensorQueue::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+}  // namespace hvdc::core

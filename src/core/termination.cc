@@ -1,0 +1,87 @@
+// Ending the engine's work early: hvd_abort here, a notice that a peer aborted or shut down, or
+// a failure of the data path. Every pending op fails with the cause, later submissions fail at
+// once, and (when this rank found the cause) every peer is told so no rank waits in vain.
+#include "common/log.h"
+#include "core/engine.h"
+
+namespace hvdc::core {
+
+using common::make_error;
+using transport::make_tag;
+using transport::TagKind;
+
+namespace {
+
+bool is_async_error(hvd_status_t code) {
+  return code != HVD_ERR_SHUT_DOWN;
+}
+
+}  // namespace
+
+void Engine::terminate(const Status& status, bool notify_peers) {
+  if (!terminated_.is_ok()) return;
+  terminated_ = status;
+  if (is_async_error(status.code())) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (async_error_.is_ok()) async_error_ = status;
+    HVDC_LOG_ERROR("%s", status.message().c_str());
+  }
+  if (notify_peers && transport_) {
+    Terminate notice{status.code(), topology_.rank, status.message()};
+    const std::string encoded = encode(notice);
+    for (int p = 0; p < topology_.size; ++p) {
+      if (p == topology_.rank) continue;
+      // Best effort: a peer whose connection failed cannot be told.
+      (void)transport_->send_message(p, make_tag(TagKind::kTerminate, topology_.rank, 0), encoded);
+    }
+  }
+  for (TensorEntry& entry : queue_.close(status)) entry.state->complete(status);
+  responses_.clear();
+}
+
+bool Engine::poll_terminate() {
+  if (!transport_) return false;
+  bool busy = false;
+  transport::Tag tag;
+  std::string bytes;
+  while (transport_->poll_message(make_tag(TagKind::kTerminate, 0, 0), transport::kTagKindMask,
+                                  &tag, &bytes)) {
+    busy = true;
+    Terminate notice;
+    Status st = decode(bytes, &notice);
+    const int from = transport::tag_source(tag);
+    if (!st.is_ok()) {
+      terminate(st.with_context(common::strfmt("notice from rank %d", from)), false);
+    } else if (notice.code == HVD_ERR_SHUT_DOWN) {
+      terminate(make_error(HVD_ERR_SHUT_DOWN,
+                           "rank %d has shut down (%s); no collective can complete without it",
+                           from, notice.reason.c_str()),
+                false);
+    } else {
+      // The notice carries the originating rank's own message, which names it and the cause.
+      terminate(Status(notice.code, notice.reason), false);
+    }
+  }
+  return busy;
+}
+
+bool Engine::handle_abort_request() {
+  if (!abort_requested_.load(std::memory_order_acquire) || !terminated_.is_ok()) return false;
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reason = abort_reason_;
+  }
+  terminate(make_error(HVD_ERR_ABORTED, "hvd_abort was called on rank %d: %s", topology_.rank,
+                       reason.c_str()),
+            true);
+  return true;
+}
+
+Status Engine::interrupt_check() {
+  poll_terminate();
+  handle_abort_request();
+  return terminated_;
+}
+
+}  // namespace hvdc::core

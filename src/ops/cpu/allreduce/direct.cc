@@ -1,0 +1,32 @@
+#include <cstring>
+#include <vector>
+
+#include "common/dtype.h"
+#include "ops/cpu/allreduce/allreduce.h"
+#include "ops/cpu/reduce/reduce.h"
+
+namespace hvdc::ops::cpu {
+
+Status allreduce_direct(Comm& comm, void* buf, size_t count, const ReduceSpec& spec) {
+  const int n = comm.size();
+  const size_t bytes = count * common::dtype_size(spec.dtype);
+  char* slots = comm.scratch_bytes(bytes * n);
+  std::vector<transport::Request> reqs(2 * (n - 1));
+  size_t r = 0;
+  for (int m = 0; m < n; ++m) {
+    if (m == comm.index) continue;
+    HVDC_RETURN_IF_ERROR(comm.transport->irecv(comm.members[m], comm.tag(m, 0), slots + m * bytes,
+                                               bytes, &reqs[r++]));
+    HVDC_RETURN_IF_ERROR(
+        comm.transport->isend(comm.members[m], comm.tag(comm.index, 0), buf, bytes, &reqs[r++]));
+  }
+  HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs.data(), r, comm.interrupt));
+  std::memcpy(slots + comm.index * bytes, buf, bytes);
+  // The same left-to-right order on every member gives the same bits everywhere.
+  reduce(buf, slots, slots + bytes, count, spec.dtype, spec.op);
+  for (int m = 2; m < n; ++m) reduce(buf, buf, slots + m * bytes, count, spec.dtype, spec.op);
+  finish_reduction(buf, count, spec);
+  return Status::ok();
+}
+
+}  // namespace hvdc::ops::cpu

@@ -1,0 +1,23 @@
+#include "ops/cpu/comm.h"
+
+#include "ops/cpu/reduce/reduce.h"
+
+namespace hvdc::ops::cpu {
+
+transport::Tag Comm::tag(int from, int step) const {
+  // payload: 24 bits of op sequence, 16 bits of step.
+  uint64_t payload = ((seq & 0xFFFFFF) << 16) | (static_cast<uint64_t>(step) & 0xFFFF);
+  return transport::make_tag(transport::TagKind::kData, members[from], payload);
+}
+
+char* Comm::scratch_bytes(size_t bytes) {
+  if (scratch->size() < bytes) scratch->resize(bytes);
+  return scratch->data();
+}
+
+void finish_reduction(void* buf, size_t count, const ReduceSpec& spec) {
+  if (spec.divisor > 1) divide(buf, count, spec.dtype, spec.divisor);
+  if (spec.postscale != 1.0) scale(buf, buf, count, spec.dtype, spec.postscale);
+}
+
+}  // namespace hvdc::ops::cpu

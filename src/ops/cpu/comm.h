@@ -1,0 +1,46 @@
+// What a host collective needs: the members (global ranks) of its process set, this rank's
+// index among them, the transport, the op's sequence number (the same on every member, which
+// makes tags unique per op), a reusable scratch area and the tuning knobs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/transport.h"
+
+namespace hvdc::ops::cpu {
+
+using common::Status;
+
+struct Comm {
+  transport::Transport* transport = nullptr;
+  std::vector<int> members;  // global rank of each member
+  int index = 0;             // this rank's position in members
+  uint64_t seq = 0;
+  transport::Interrupt interrupt;
+  std::vector<char>* scratch = nullptr;
+  size_t segment_bytes = 256 << 10;
+  size_t small_bytes = 64 << 10;
+
+  int size() const { return static_cast<int>(members.size()); }
+  // Tag of a message that member `from` sends in step `step` of this op.
+  transport::Tag tag(int from, int step) const;
+  // Scratch of at least `bytes`, grown on demand and kept for later ops.
+  char* scratch_bytes(size_t bytes);
+};
+
+// How to combine and finish a reduction: op on dtype, then divide by `divisor` (average) and
+// multiply by `postscale`.
+struct ReduceSpec {
+  int32_t dtype = 0;
+  int32_t op = 0;
+  int64_t divisor = 1;
+  double postscale = 1.0;
+};
+
+// Applies divisor and postscale to count elements in place.
+void finish_reduction(void* buf, size_t count, const ReduceSpec& spec);
+
+}  // namespace hvdc::ops::cpu

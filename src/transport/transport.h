@@ -1,0 +1,54 @@
+// Point-to-point bytes between ranks. Tagged sends and receives for the data path, whole
+// variable-size messages for the control path, explicit progress, and a way to sleep until the
+// network or another file descriptor has something. All calls come from one thread (the engine's).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/status.h"
+#include "transport/tag.h"
+
+namespace hvdc::transport {
+
+using common::Status;
+
+// One posted send or receive. Owned by the caller; completed by Transport::wait.
+struct Request {
+  void* impl = nullptr;  // transport-private; nullptr once complete
+  int peer = -1;
+  bool is_recv = false;
+};
+
+// Called while a wait makes no progress; a non-ok status ends the wait with that status.
+using Interrupt = std::function<Status()>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  virtual Status isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) = 0;
+  // Receives exactly `bytes` from `peer` with `tag` (the tag encodes the source).
+  virtual Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) = 0;
+  // Progresses until every request completes, one fails, or interrupt() fails. On failure the
+  // remaining requests are cancelled.
+  virtual Status wait(Request* reqs, size_t count, const Interrupt& interrupt) = 0;
+
+  // Control messages: sent without waiting (the bytes are kept until delivered).
+  virtual Status send_message(int peer, Tag tag, std::string bytes) = 0;
+  // Takes one complete message whose tag matches (tag & mask) == (want & mask), if one arrived.
+  virtual bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) = 0;
+
+  // Makes progress; returns how many events were processed.
+  virtual int progress() = 0;
+  // Sleeps until network activity, `extra_fd` readable, or timeout_ms (whichever first).
+  virtual void sleep(int extra_fd, int timeout_ms) = 0;
+  // Flushes and closes every endpoint. Call after every rank stopped sending (a barrier).
+  virtual Status close() = 0;
+};
+
+}  // namespace hvdc::transport

@@ -1,0 +1,356 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include "hvdc_config.h"
+
+#if HVDC_HAVE_UCX
+#include <poll.h>
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <list>
+
+#include "common/log.h"
+#endif
+
+namespace hvdc::transport {
+
+using common::make_error;
+
+#if !HVDC_HAVE_UCX
+
+Status create_ucx_transport(const UcxOptions&, const AddressExchange&,
+                            std::unique_ptr<Transport>*) {
+  return make_error(HVD_ERR_UNSUPPORTED,
+                    "hvdc was built without UCX (-Ducx=disabled or no UCX found at build time); "
+                    "only a single rank can run");
+}
+
+#else
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct PeerContext {
+  class UcxTransport* transport = nullptr;
+  int peer = -1;
+};
+
+Status ucx_error(const char* what, ucs_status_t status) {
+  return make_error(HVD_ERR_TRANSPORT, "%s: %s", what, ucs_status_string(status));
+}
+
+class UcxTransport final : public Transport {
+ public:
+  explicit UcxTransport(const UcxOptions& options) : options_(options) {}
+  ~UcxTransport() override;
+  Status init(const AddressExchange& exchange);
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return options_.size; }
+  Status isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) override;
+  Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) override;
+  Status wait(Request* reqs, size_t count, const Interrupt& interrupt) override;
+  Status send_message(int peer, Tag tag, std::string bytes) override;
+  bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) override;
+  int progress() override;
+  void sleep(int extra_fd, int timeout_ms) override;
+  Status close() override;
+
+  void mark_peer_failed(int peer, ucs_status_t status) { peer_status_[peer] = status; }
+
+ private:
+  Status create_context();
+  Status connect(const AddressExchange& exchange);
+  Status peer_failure(int peer) const;
+  // Collects finished requests; a failed one becomes the returned status.
+  Status reap(Request* reqs, size_t count, bool* all_done);
+  void cancel(Request* reqs, size_t count);
+  void reap_outbox();
+
+  UcxOptions options_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;
+  std::vector<ucp_ep_h> eps_;
+  std::vector<ucs_status_t> peer_status_;
+  std::unique_ptr<PeerContext[]> peer_contexts_;
+  struct Outgoing {
+    std::string bytes;
+    void* request = nullptr;
+  };
+  std::list<Outgoing> outbox_;
+};
+
+void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* ctx = static_cast<PeerContext*>(arg);
+  HVDC_LOG_WARNING("connection to rank %d failed: %s", ctx->peer, ucs_status_string(status));
+  ctx->transport->mark_peer_failed(ctx->peer, status);
+}
+
+// Peer error handling excludes UCX 1.13's shared-memory transports unless they are told to
+// handle errors too; without this, ranks on one host talk over TCP loopback (10x the latency).
+// The environment spells it UCX_POSIX_ERROR_HANDLING / UCX_SYSV_ERROR_HANDLING; through
+// ucp_config_modify both are the shared "MM_" table's ERROR_HANDLING field.
+void enable_shm_error_handling(ucp_config_t* config) {
+  if (std::getenv("UCX_POSIX_ERROR_HANDLING") != nullptr ||
+      std::getenv("UCX_SYSV_ERROR_HANDLING") != nullptr ||
+      std::getenv("UCX_MM_ERROR_HANDLING") != nullptr) {
+    return;  // the user's choice wins
+  }
+  ucs_status_t st = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+  if (st != UCS_OK)
+    HVDC_LOG_DEBUG("ucp_config_modify(MM_ERROR_HANDLING): %s", ucs_status_string(st));
+}
+
+Status UcxTransport::create_context() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return ucx_error("ucp_config_read", st);
+  enable_shm_error_handling(config);
+  ucp_params_t params = {};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return ucx_error("ucp_init", st);
+  ucp_worker_params_t wparams = {};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  // Created here, then driven by the engine thread alone: serialized use, never concurrent.
+  wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  st = ucp_worker_create(context_, &wparams, &worker_);
+  if (st != UCS_OK) return ucx_error("ucp_worker_create", st);
+  st = ucp_worker_get_efd(worker_, &efd_);
+  if (st != UCS_OK) return ucx_error("ucp_worker_get_efd", st);
+  return Status::ok();
+}
+
+Status UcxTransport::connect(const AddressExchange& exchange) {
+  ucp_address_t* address = nullptr;
+  size_t length = 0;
+  ucs_status_t st = ucp_worker_get_address(worker_, &address, &length);
+  if (st != UCS_OK) return ucx_error("ucp_worker_get_address", st);
+  std::string mine(reinterpret_cast<const char*>(address), length);
+  ucp_worker_release_address(worker_, address);
+  std::vector<std::string> all;
+  HVDC_RETURN_IF_ERROR(exchange(mine, &all));
+  const int n = options_.size;
+  eps_.assign(n, nullptr);
+  peer_status_.assign(n, UCS_OK);
+  peer_contexts_.reset(new PeerContext[n]);
+  for (int p = 0; p < n; ++p) {
+    peer_contexts_[p] = {this, p};
+    ucp_ep_params_t ep = {};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(all[p].data());
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = on_endpoint_error;
+    ep.err_handler.arg = &peer_contexts_[p];
+    st = ucp_ep_create(worker_, &ep, &eps_[p]);
+    if (st != UCS_OK) {
+      return make_error(HVD_ERR_TRANSPORT, "ucp_ep_create to rank %d: %s", p,
+                        ucs_status_string(st));
+    }
+  }
+  return Status::ok();
+}
+
+Status UcxTransport::init(const AddressExchange& exchange) {
+  HVDC_RETURN_IF_ERROR(create_context());
+  return connect(exchange);
+}
+
+UcxTransport::~UcxTransport() {
+  for (Outgoing& out : outbox_) {
+    if (out.request != nullptr) ucp_request_free(out.request);
+  }
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+Status UcxTransport::peer_failure(int peer) const {
+  return make_error(HVD_ERR_PEER_FAILURE, "connection to rank %d failed: %s", peer,
+                    ucs_status_string(peer_status_[peer]));
+}
+
+Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
+  if (peer_status_[peer] != UCS_OK) return peer_failure(peer);
+  ucp_request_param_t param = {};
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &param);
+  if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(sp));
+  *req = Request{sp, peer, false};
+  return Status::ok();
+}
+
+Status UcxTransport::irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) {
+  if (peer_status_[peer] != UCS_OK) return peer_failure(peer);
+  ucp_request_param_t param = {};
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag{0}, &param);
+  if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_recv_nbx", UCS_PTR_STATUS(sp));
+  *req = Request{sp, peer, true};
+  return Status::ok();
+}
+
+Status UcxTransport::reap(Request* reqs, size_t count, bool* all_done) {
+  Status failure;
+  *all_done = true;
+  for (size_t i = 0; i < count; ++i) {
+    Request& r = reqs[i];
+    if (r.impl == nullptr) continue;
+    ucs_status_t st = ucp_request_check_status(r.impl);
+    if (st == UCS_INPROGRESS) {
+      // Receives are posted on the worker, so a dead sender never fails them: check its endpoint.
+      if (r.is_recv && peer_status_[r.peer] != UCS_OK && failure.is_ok()) {
+        failure = peer_failure(r.peer);
+      }
+      *all_done = false;
+      continue;
+    }
+    ucp_request_free(r.impl);
+    r.impl = nullptr;
+    if (st != UCS_OK && failure.is_ok()) {
+      failure =
+          peer_status_[r.peer] != UCS_OK
+              ? peer_failure(r.peer)
+              : make_error(HVD_ERR_TRANSPORT, "%s rank %d failed: %s",
+                           r.is_recv ? "receive from" : "send to", r.peer, ucs_status_string(st));
+    }
+  }
+  return failure;
+}
+
+void UcxTransport::cancel(Request* reqs, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (reqs[i].impl == nullptr) continue;
+    if (reqs[i].is_recv) ucp_request_cancel(worker_, reqs[i].impl);
+    ucp_request_free(reqs[i].impl);
+    reqs[i].impl = nullptr;
+  }
+}
+
+Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
+  const auto spin = std::chrono::microseconds(options_.spin_micros);
+  auto spin_until = Clock::now() + spin;
+  for (;;) {
+    bool all_done = false;
+    Status st = reap(reqs, count, &all_done);
+    if (st.is_ok() && all_done) return st;
+    if (st.is_ok() && progress() > 0) {
+      spin_until = Clock::now() + spin;
+      continue;
+    }
+    // Only once nothing moves and every completion was collected: a peer's notice that arrived
+    // after its last data must not fail an op that data completes.
+    if (st.is_ok() && interrupt) st = interrupt();
+    if (!st.is_ok()) {
+      cancel(reqs, count);
+      return st;
+    }
+    if (Clock::now() > spin_until) sleep(-1, 1);
+  }
+}
+
+Status UcxTransport::send_message(int peer, Tag tag, std::string bytes) {
+  if (peer_status_[peer] != UCS_OK) return peer_failure(peer);
+  outbox_.push_back(Outgoing{std::move(bytes), nullptr});
+  Outgoing& out = outbox_.back();
+  ucp_request_param_t param = {};
+  ucs_status_ptr_t sp =
+      ucp_tag_send_nbx(eps_[peer], out.bytes.data(), out.bytes.size(), tag, &param);
+  if (UCS_PTR_IS_ERR(sp)) {
+    outbox_.pop_back();
+    return ucx_error("ucp_tag_send_nbx (control)", UCS_PTR_STATUS(sp));
+  }
+  if (sp == nullptr) {
+    outbox_.pop_back();
+  } else {
+    out.request = sp;
+  }
+  return Status::ok();
+}
+
+void UcxTransport::reap_outbox() {
+  for (auto it = outbox_.begin(); it != outbox_.end();) {
+    if (ucp_request_check_status(it->request) == UCS_INPROGRESS) {
+      ++it;
+      continue;
+    }
+    ucp_request_free(it->request);
+    it = outbox_.erase(it);
+  }
+}
+
+bool UcxTransport::poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) {
+  ucp_tag_recv_info_t info = {};
+  ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, want, mask, 1, &info);
+  if (msg == nullptr) return false;
+  bytes->assign(info.length, '\0');
+  ucp_request_param_t param = {};
+  ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(worker_, bytes->data(), info.length, msg, &param);
+  if (UCS_PTR_IS_ERR(sp)) {
+    HVDC_LOG_ERROR("control receive failed: %s", ucs_status_string(UCS_PTR_STATUS(sp)));
+    return false;
+  }
+  Request req{sp, tag_source(info.sender_tag), true};
+  if (sp != nullptr && !wait(&req, 1, Interrupt()).is_ok()) return false;
+  *got = info.sender_tag;
+  return true;
+}
+
+int UcxTransport::progress() {
+  int events = 0;
+  while (ucp_worker_progress(worker_) != 0) ++events;
+  if (!outbox_.empty()) reap_outbox();
+  return events;
+}
+
+void UcxTransport::sleep(int extra_fd, int timeout_ms) {
+  if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;  // events are waiting: no sleep
+  struct pollfd fds[2] = {{efd_, POLLIN, 0}, {extra_fd, POLLIN, 0}};
+  ::poll(fds, extra_fd >= 0 ? 2 : 1, timeout_ms);
+}
+
+Status UcxTransport::close() {
+  std::vector<void*> closing;
+  for (size_t p = 0; p < eps_.size(); ++p) {
+    if (eps_[p] == nullptr) continue;
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = peer_status_[p] == UCS_OK ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(eps_[p], &param);
+    if (sp != nullptr && !UCS_PTR_IS_ERR(sp)) closing.push_back(sp);
+    eps_[p] = nullptr;
+  }
+  // Bounded: a peer that vanished must not hold up shutdown.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  for (void* req : closing) {
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < deadline) {
+      ucp_worker_progress(worker_);
+    }
+    ucp_request_free(req);
+  }
+  // Notices peers sent while shutting down are never read; consume them so that UCX does not
+  // report unmatched messages when the worker goes.
+  Tag tag;
+  std::string bytes;
+  ucp_worker_progress(worker_);
+  while (poll_message(0, 0, &tag, &bytes)) {
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status create_ucx_transport(const UcxOptions& options, const AddressExchange& exchange,
+                            std::unique_ptr<Transport>* out) {
+  auto transport = std::make_unique<UcxTransport>(options);
+  HVDC_RETURN_IF_ERROR(transport->init(exchange));
+  *out = std::move(transport);
+  return Status::ok();
+}
+
+#endif  // HVDC_HAVE_UCX
+
+}  // namespace hvdc::transport

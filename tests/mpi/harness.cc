@@ -1,0 +1,78 @@
+#include "harness.h"
+
+#include <cstdio>
+
+namespace hvdc_test {
+
+namespace {
+
+int64_t all_reduce_i64(int64_t value, int32_t op, const std::string& name) {
+  int64_t shape[1] = {1};
+  hvd_tensor_t t = {&value, HVD_INT64, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_handle_t h = 0;
+  hvd_status_t s = hvd_allreduce_async(&t, &value, op, name.c_str(), nullptr, &h);
+  if (s == HVD_SUCCESS) s = hvd_wait(h);
+  if (h != 0) hvd_handle_free(h);
+  if (s != HVD_SUCCESS) {
+    std::fprintf(stderr, "rank %d: agreement allreduce '%s' failed: %s\n", hvd_rank(), name.c_str(),
+                 status_text(s).c_str());
+    return INT64_MIN;
+  }
+  return value;
+}
+
+}  // namespace
+
+int64_t all_min(int64_t value, const std::string& name) {
+  return all_reduce_i64(value, HVD_OP_MIN, name);
+}
+
+int64_t all_max(int64_t value, const std::string& name) {
+  return all_reduce_i64(value, HVD_OP_MAX, name);
+}
+
+void record(Results& results, const std::string& name, bool ok, const std::string& detail) {
+  if (!ok) std::fprintf(stderr, "rank %d: %s: %s\n", hvd_rank(), name.c_str(), detail.c_str());
+  const bool everywhere = all_min(ok ? 1 : 0, "verdict." + name) == 1;
+  if (everywhere) {
+    ++results.passed;
+  } else {
+    ++results.failed;
+  }
+  if (hvd_rank() == 0) {
+    std::printf("[%s] %s (np %d)\n", everywhere ? "PASS" : "FAIL", name.c_str(), hvd_size());
+    std::fflush(stdout);
+  }
+}
+
+int finish(const Results& results, const char* suite) {
+  if (hvd_rank() <= 0) {
+    std::printf("%s: %d passed, %d failed\n", suite, results.passed, results.failed);
+    std::fflush(stdout);
+  }
+  return results.failed == 0 ? 0 : 1;
+}
+
+hvd_tensor_t make_tensor(void* data, int32_t dtype, const std::vector<int64_t>& shape) {
+  hvd_tensor_t t;
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = static_cast<int32_t>(shape.size());
+  t.shape = shape.data();
+  t.device.type = HVD_DEVICE_CPU;
+  t.device.id = 0;
+  return t;
+}
+
+std::string status_text(hvd_status_t status) {
+  return std::string(hvd_status_string(status)) + ": " + hvd_last_error_message();
+}
+
+uint64_t fnv1a(const void* data, size_t bytes) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace hvdc_test

@@ -1,0 +1,31 @@
+// A small harness for multi-rank tests written against the public C API: each case computes a
+// local verdict, the ranks agree on it (a case passes only if it passed everywhere), and rank 0
+// prints one line per case and the closing "N passed, M failed".
+#pragma once
+
+#include <hvdc.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hvdc_test {
+
+struct Results {
+  int passed = 0;
+  int failed = 0;
+};
+
+// Records one case: `ok` is this rank's verdict, `detail` is printed by a failing rank.
+void record(Results& results, const std::string& name, bool ok, const std::string& detail = "");
+// MIN over ranks of an int64 (through hvdc itself); used for verdicts and result hashes.
+int64_t all_min(int64_t value, const std::string& name);
+int64_t all_max(int64_t value, const std::string& name);
+// Prints the closing line on rank 0; returns the process exit code.
+int finish(const Results& results, const char* suite);
+
+hvd_tensor_t make_tensor(void* data, int32_t dtype, const std::vector<int64_t>& shape);
+std::string status_text(hvd_status_t status);  // "HVD_ERR_...: message"
+uint64_t fnv1a(const void* data, size_t bytes);
+
+}  // namespace hvdc_test

@@ -1,0 +1,33 @@
+// The mpi suite's program. Modes: main (the collective matrix and error cases), abort, reinit.
+#include <cstdio>
+#include <cstring>
+
+#include "harness.h"
+#include "suites.h"
+
+int main(int argc, char** argv) {
+  using namespace hvdc_test;
+  const char* mode = argc > 1 ? argv[1] : "main";
+  if (std::strcmp(mode, "abort") == 0) return run_abort_suite();
+  if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
+  if (hvd_init() != HVD_SUCCESS) {
+    std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
+    return 1;
+  }
+  Results results;
+  test_allreduce_matrix(results);
+  test_allreduce_scaling(results);
+  test_bit_identical(results);
+  test_submission_orders(results);
+  test_many_in_flight(results);
+  test_threads(results);
+  test_callbacks_and_auto_names(results);
+  test_error_matrix(results);
+  test_fork(results);
+  const int rc = finish(results, "mpi");
+  if (hvd_shutdown() != HVD_SUCCESS) {
+    std::fprintf(stderr, "hvd_shutdown failed: %s\n", hvd_last_error_message());
+    return 1;
+  }
+  return rc;
+}

@@ -1,0 +1,20 @@
+#pragma once
+
+#include "harness.h"
+
+namespace hvdc_test {
+
+void test_allreduce_matrix(Results& results);
+void test_allreduce_scaling(Results& results);
+void test_bit_identical(Results& results);
+void test_submission_orders(Results& results);
+void test_many_in_flight(Results& results);
+void test_threads(Results& results);
+void test_callbacks_and_auto_names(Results& results);
+void test_error_matrix(Results& results);
+void test_fork(Results& results);
+// Separate processes: each ends the engine's work.
+int run_abort_suite();
+int run_reinit_suite();
+
+}  // namespace hvdc_test
