@@ -173,6 +173,11 @@ typedef uint64_t hvd_handle_t; /* 0 is never a valid handle */
  * it must not block on hvdc. */
 typedef void (*hvd_done_fn)(void* user_data, hvd_handle_t handle, hvd_status_t status);
 
+/* Output allocator for ops whose output size is known only after negotiation (allgather): returns
+ * `bytes` bytes for a tensor described by *output (data unset), or NULL to fail the op. Runs on
+ * the engine thread; must not block on hvdc. */
+typedef void* (*hvd_alloc_fn)(void* user_data, const hvd_tensor_t* output, size_t bytes);
+
 /* Optional per-op arguments. Call hvd_op_args_init first; it sets struct_size and defaults. */
 typedef struct hvd_op_args_t {
   uint32_t struct_size;    /* sizeof(hvd_op_args_t) as the caller compiled it */
@@ -181,6 +186,8 @@ typedef struct hvd_op_args_t {
   double postscale_factor; /* allreduce: multiply the result (default 1) */
   hvd_done_fn on_done;
   void* on_done_user_data;
+  hvd_alloc_fn alloc; /* allgather output; NULL: the library allocates (see hvd_handle_output) */
+  void* alloc_user_data;
 } hvd_op_args_t;
 HVDC_API hvd_status_t hvd_op_args_init(hvd_op_args_t* args, size_t struct_size);
 
@@ -194,7 +201,28 @@ HVDC_API hvd_status_t hvd_allreduce_async(const hvd_tensor_t* input, void* outpu
                                           int32_t reduce_op, const char* name,
                                           const hvd_op_args_t* args, hvd_handle_t* handle);
 
-/* Test whether the op ended (*done = 1) without blocking; returns the op's status once done. */
+/* Concatenates every rank's input along the first dimension, in rank order. The first dimension
+ * may differ per rank; the others must match. The output comes from args->alloc when given,
+ * else from the library; hvd_handle_output describes it either way. */
+HVDC_API hvd_status_t hvd_allgather_async(const hvd_tensor_t* input, const char* name,
+                                          const hvd_op_args_t* args, hvd_handle_t* handle);
+
+/* Copies root_rank's input into output on every rank (same dtype and shape everywhere; output ==
+ * input->data is in place; on other ranks the input's data is not read). */
+HVDC_API hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* output,
+                                          int32_t root_rank, const char* name,
+                                          const hvd_op_args_t* args, hvd_handle_t* handle);
+
+/* Completes on each rank once every rank has called it. */
+HVDC_API hvd_status_t hvd_barrier_async(const char* name, const hvd_op_args_t* args,
+                                        hvd_handle_t* handle);
+
+/* The output of a finished allgather: data, dtype, ndim, shape and device. Library-allocated data
+ * and the shape array belong to the handle and stay valid until hvd_handle_free. */
+HVDC_API hvd_status_t hvd_handle_output(hvd_handle_t handle, hvd_tensor_t* output);
+
+/* Sets *done (1 once the op ended) without blocking; returns HVD_SUCCESS while the op runs and
+ * the op's status once it ended. */
 HVDC_API hvd_status_t hvd_test(hvd_handle_t handle, int32_t* done);
 /* Blocks until the op ends and returns its status. On failure the op's message becomes this
  * thread's hvd_last_error_message. */

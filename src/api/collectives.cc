@@ -18,6 +18,7 @@ namespace {
 Status submit(Engine* engine, Request request, const void* input, void* output,
               const hvd_op_args_t& args, hvd_handle_t* handle) {
   auto op = std::make_shared<hvdc::core::OpState>(args.on_done, args.on_done_user_data);
+  op->set_allocator(args.alloc, args.alloc_user_data);
   const hvd_handle_t h = state().handles.insert(op);
   op->set_handle(h);
   hvdc::core::TensorEntry entry;
@@ -91,6 +92,68 @@ hvd_status_t hvd_allreduce_async(const hvd_tensor_t* input, void* output, int32_
     r.prescale = a.prescale_factor;
     r.postscale = a.postscale_factor;
     return submit(engine, std::move(r), input->data, output, a, handle);
+  });
+}
+
+hvd_status_t hvd_allgather_async(const hvd_tensor_t* input, const char* name,
+                                 const hvd_op_args_t* args, hvd_handle_t* handle) {
+  return guarded([&] {
+    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
+    Engine* engine = nullptr;
+    HVDC_RETURN_IF_ERROR(current_engine(&engine));
+    Request r;
+    r.op_type = OpType::kAllgather;
+    HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &r));
+    if (r.shape.empty()) {
+      return Status(HVD_ERR_INVALID_ARGUMENT,
+                    "input->ndim is 0: allgather concatenates along the first dimension, so the "
+                    "tensor needs at least one");
+    }
+    hvd_op_args_t a;
+    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
+    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kAllgather, &r));
+    return submit(engine, std::move(r), input->data, nullptr, a, handle);
+  });
+}
+
+hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* output, int32_t root_rank,
+                                 const char* name, const hvd_op_args_t* args,
+                                 hvd_handle_t* handle) {
+  return guarded([&] {
+    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
+    Engine* engine = nullptr;
+    HVDC_RETURN_IF_ERROR(current_engine(&engine));
+    const int size = engine->topology().size;
+    if (root_rank < 0 || root_rank >= size) {
+      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT, "root_rank %d is outside [0, %d)",
+                                      root_rank, size);
+    }
+    Request r;
+    r.op_type = OpType::kBroadcast;
+    r.root = root_rank;
+    HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &r));
+    if (output == nullptr && element_count(r) > 0) {
+      return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
+    }
+    hvd_op_args_t a;
+    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
+    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kBroadcast, &r));
+    return submit(engine, std::move(r), input->data, output, a, handle);
+  });
+}
+
+hvd_status_t hvd_barrier_async(const char* name, const hvd_op_args_t* args, hvd_handle_t* handle) {
+  return guarded([&] {
+    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
+    Engine* engine = nullptr;
+    HVDC_RETURN_IF_ERROR(current_engine(&engine));
+    Request r;
+    r.op_type = OpType::kBarrier;
+    r.dtype = HVD_UINT8;
+    hvd_op_args_t a;
+    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
+    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kBarrier, &r));
+    return submit(engine, std::move(r), nullptr, nullptr, a, handle);
   });
 }
 

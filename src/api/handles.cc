@@ -65,6 +65,24 @@ hvd_status_t hvd_wait_all(const hvd_handle_t* handles, size_t count) {
   });
 }
 
+hvd_status_t hvd_handle_output(hvd_handle_t handle, hvd_tensor_t* output) {
+  return guarded([&] {
+    if (output == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
+    std::shared_ptr<OpState> op;
+    HVDC_RETURN_IF_ERROR(find(handle, &op));
+    if (!op->done()) {
+      return Status(HVD_ERR_INVALID_USAGE, "the op has not finished; wait for it first");
+    }
+    HVDC_RETURN_IF_ERROR(op->result());
+    if (!op->output(output)) {
+      return Status(HVD_ERR_INVALID_USAGE,
+                    "this op has no library-described output (only "
+                    "allgather has one)");
+    }
+    return Status::ok();
+  });
+}
+
 hvd_status_t hvd_handle_free(hvd_handle_t handle) {
   return guarded([&] {
     std::shared_ptr<OpState> op;

@@ -126,6 +126,8 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
     response.kind = ResponseKind::kError;
     response.error_code = HVD_ERR_MISMATCH;
     response.error_message = mismatch;
+  } else if (response.op_type == OpType::kAllgather) {
+    for (const Request& r : entry.requests) response.sizes.push_back(r.shape[0]);
   }
   return response;
 }

@@ -14,6 +14,7 @@
 #include "core/controller.h"
 #include "core/tensor_queue.h"
 #include "core/topology.h"
+#include "ops/cpu/comm.h"
 #include "transport/transport.h"
 
 namespace hvdc::core {
@@ -66,8 +67,11 @@ class Engine {
   Status interrupt_check();
   // execute.cc
   bool execute_responses();
-  Status execute_one(TensorEntry& entry);
+  Status execute_one(const Response& response, TensorEntry& entry);
+  ops::cpu::Comm make_comm();
   Status run_allreduce(TensorEntry& entry);
+  Status run_allgather(const Response& response, TensorEntry& entry);
+  Status run_broadcast(TensorEntry& entry);
 
   EngineConfig config_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;

@@ -4,7 +4,9 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "core/engine.h"
+#include "ops/cpu/allgather/allgather.h"
 #include "ops/cpu/allreduce/allreduce.h"
+#include "ops/cpu/broadcast/broadcast.h"
 #include "ops/cpu/reduce/reduce.h"
 
 namespace hvdc::core {
@@ -41,7 +43,7 @@ bool Engine::execute_responses() {
       }
       Status st = response.kind == ResponseKind::kError
                       ? Status(response.error_code, response.error_message)
-                      : execute_one(entry);
+                      : execute_one(response, entry);
       entry.state->complete(st);
       if (is_fatal(st.code())) terminate(st, true);
     }
@@ -49,7 +51,7 @@ bool Engine::execute_responses() {
   return true;
 }
 
-Status Engine::execute_one(TensorEntry& entry) {
+Status Engine::execute_one(const Response& response, TensorEntry& entry) {
   const Request& r = entry.request;
   if (r.device_type != HVD_DEVICE_CPU) {
     return make_error(HVD_ERR_UNSUPPORTED,
@@ -60,9 +62,28 @@ Status Engine::execute_one(TensorEntry& entry) {
   switch (r.op_type) {
     case OpType::kAllreduce:
       return run_allreduce(entry);
-    default:
-      return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(r.op_type));
+    case OpType::kAllgather:
+      return run_allgather(response, entry);
+    case OpType::kBroadcast:
+      return run_broadcast(entry);
+    case OpType::kBarrier:
+      return Status::ok();  // ready only once every rank submitted it
   }
+  return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(r.op_type));
+}
+
+ops::cpu::Comm Engine::make_comm() {
+  ops::cpu::Comm comm;
+  comm.transport = transport_.get();
+  comm.members.resize(topology_.size);
+  for (int i = 0; i < topology_.size; ++i) comm.members[i] = i;
+  comm.index = topology_.rank;
+  comm.seq = op_seq_;
+  comm.interrupt = [this] { return interrupt_check(); };
+  comm.scratch = &scratch_;
+  comm.segment_bytes = config_.segment_bytes;
+  comm.small_bytes = config_.small_allreduce_bytes;
+  return comm;
 }
 
 Status Engine::run_allreduce(TensorEntry& entry) {
@@ -74,16 +95,7 @@ Status Engine::run_allreduce(TensorEntry& entry) {
   } else if (entry.output != entry.input && bytes > 0) {
     std::memmove(entry.output, entry.input, bytes);
   }
-  ops::cpu::Comm comm;
-  comm.transport = transport_.get();
-  comm.members.resize(topology_.size);
-  for (int i = 0; i < topology_.size; ++i) comm.members[i] = i;
-  comm.index = topology_.rank;
-  comm.seq = op_seq_;
-  comm.interrupt = [this] { return interrupt_check(); };
-  comm.scratch = &scratch_;
-  comm.segment_bytes = config_.segment_bytes;
-  comm.small_bytes = config_.small_allreduce_bytes;
+  ops::cpu::Comm comm = make_comm();
   ops::cpu::ReduceSpec spec;
   spec.dtype = r.dtype;
   spec.op = r.reduce_op;
@@ -91,6 +103,49 @@ Status Engine::run_allreduce(TensorEntry& entry) {
   spec.postscale = r.postscale;
   return ops::cpu::allreduce(comm, entry.output, count, spec)
       .with_context(common::strfmt("allreduce of '%s'", r.name.c_str()));
+}
+
+Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
+  const Request& r = entry.request;
+  const size_t esize = common::dtype_size(r.dtype);
+  const size_t row_bytes = element_count({r.shape.begin() + 1, r.shape.end()}) * esize;
+  std::vector<size_t> block_bytes;
+  int64_t rows = 0;
+  for (int64_t n : response.sizes) {
+    block_bytes.push_back(static_cast<size_t>(n) * row_bytes);
+    rows += n;
+  }
+  std::vector<int64_t> shape = r.shape;
+  shape[0] = rows;
+  const size_t total = static_cast<size_t>(rows) * row_bytes;
+  char* out = static_cast<char*>(entry.state->allocate_output(
+      r.dtype, shape, hvd_device_t{r.device_type, r.device_id}, total));
+  if (out == nullptr && total > 0) {
+    return make_error(HVD_ERR_OUT_OF_MEMORY,
+                      "the output allocator returned NULL for %zu bytes of allgather '%s'", total,
+                      r.name.c_str());
+  }
+  size_t offset = 0;
+  for (int m = 0; m < topology_.rank; ++m) offset += block_bytes[m];
+  if (block_bytes[topology_.rank] > 0) {
+    std::memcpy(out + offset, entry.input, block_bytes[topology_.rank]);
+  }
+  if (topology_.size == 1) return Status::ok();
+  ops::cpu::Comm comm = make_comm();
+  return ops::cpu::allgather_ring(comm, out, block_bytes)
+      .with_context(common::strfmt("allgather of '%s'", r.name.c_str()));
+}
+
+Status Engine::run_broadcast(TensorEntry& entry) {
+  const Request& r = entry.request;
+  const size_t bytes = element_count(r.shape) * common::dtype_size(r.dtype);
+  if (topology_.rank == r.root && entry.output != entry.input && bytes > 0) {
+    std::memmove(entry.output, entry.input, bytes);
+  }
+  if (topology_.size == 1 || bytes == 0) return Status::ok();
+  ops::cpu::Comm comm = make_comm();
+  return ops::cpu::broadcast_tree(comm, entry.output, bytes, r.root)
+      .with_context(common::strfmt("broadcast of '%s'", r.name.c_str()));
 }
 
 }  // namespace hvdc::core

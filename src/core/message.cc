@@ -13,7 +13,8 @@ namespace {
 constexpr size_t kMaxReasonLength = 64 << 10;
 constexpr size_t kMaxErrorLength = 1 << 20;
 constexpr size_t kMinRequestBytes = 4 + 4 * 6 + 8 * 2 + 4;  // empty name and shape
-constexpr size_t kMinResponseBytes = 4 * 4 + 4;
+constexpr size_t kMinResponseBytes = 4 * 4 + 4 + 4;
+constexpr size_t kMaxSizes = 1 << 20;  // one per rank
 
 Status check_enum(int32_t value, int32_t max, const char* what) {
   if (value < 0 || value > max) {
@@ -51,7 +52,8 @@ Status read_response(WireReader& in, Response* r) {
   r->names.resize(n);
   for (std::string& name : r->names) HVDC_RETURN_IF_ERROR(in.str(&name, kMaxNameLength));
   HVDC_RETURN_IF_ERROR(in.i32(&r->error_code));
-  return in.str(&r->error_message, kMaxErrorLength);
+  HVDC_RETURN_IF_ERROR(in.str(&r->error_message, kMaxErrorLength));
+  return in.i64s(&r->sizes, kMaxSizes);
 }
 
 }  // namespace
@@ -98,6 +100,7 @@ std::string encode(const ResponseList& list) {
     for (const std::string& name : r.names) out.str(name);
     out.i32(r.error_code);
     out.str(r.error_message);
+    out.i64s(r.sizes);
   }
   return out.take();
 }

@@ -42,6 +42,7 @@ struct Response {
   std::vector<std::string> names;
   int32_t error_code = 0;
   std::string error_message;
+  std::vector<int64_t> sizes;  // allgather: each rank's first dimension
 };
 
 struct ResponseList {

@@ -28,6 +28,30 @@ common::Status OpState::wait(int spin_micros) {
   return status_;
 }
 
+void* OpState::allocate_output(int32_t dtype, std::vector<int64_t> shape, hvd_device_t device,
+                               size_t bytes) {
+  output_shape_ = std::move(shape);
+  output_.dtype = dtype;
+  output_.ndim = static_cast<int32_t>(output_shape_.size());
+  output_.shape = output_shape_.data();
+  output_.device = device;
+  output_.data = nullptr;
+  if (alloc_ != nullptr) {
+    output_.data = alloc_(alloc_user_data_, &output_, bytes);
+  } else {
+    owned_output_.resize(bytes);
+    output_.data = owned_output_.data();
+  }
+  has_output_ = output_.data != nullptr || bytes == 0;
+  return output_.data;
+}
+
+bool OpState::output(hvd_tensor_t* out) const {
+  if (!done() || !has_output_) return false;
+  *out = output_;
+  return true;
+}
+
 common::Status OpState::result() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return status_;

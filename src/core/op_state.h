@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "hvdc.h"
@@ -25,6 +26,17 @@ class OpState {
   common::Status wait(int spin_micros);
   common::Status result() const;  // valid once done()
 
+  // Outputs sized by negotiation (allgather): from the caller's allocator if it gave one, else
+  // owned here until the handle is freed. Engine thread; nullptr if the allocator refused.
+  void set_allocator(hvd_alloc_fn fn, void* user_data) {
+    alloc_ = fn;
+    alloc_user_data_ = user_data;
+  }
+  void* allocate_output(int32_t dtype, std::vector<int64_t> shape, hvd_device_t device,
+                        size_t bytes);
+  // The output descriptor once the op succeeded; false if the op has none.
+  bool output(hvd_tensor_t* out) const;
+
  private:
   hvd_done_fn on_done_;
   void* user_data_;
@@ -33,6 +45,12 @@ class OpState {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   common::Status status_;
+  hvd_alloc_fn alloc_ = nullptr;
+  void* alloc_user_data_ = nullptr;
+  std::vector<char> owned_output_;
+  std::vector<int64_t> output_shape_;
+  hvd_tensor_t output_ = {};
+  bool has_output_ = false;
 };
 
 }  // namespace hvdc::core

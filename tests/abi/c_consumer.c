@@ -18,47 +18,7 @@
 #include <unistd.h>
 
 /* ---- Check bookkeeping ------------------------------------------------------------------- */
-static int g_passed = 0;
-static int g_failed = 0;
-
-static void check_at(int ok, int line, const char* what) {
-  if (ok) {
-    ++g_passed;
-    return;
-  }
-  ++g_failed;
-  printf("FAIL line %d: %s\n", line, what);
-}
-
-/* got must equal want; for an error, message must be non-empty and contain needle (if any). */
-static void expect_message_at(hvd_status_t got, hvd_status_t want, const char* message,
-                              const char* needle, int line, const char* what) {
-  char copy[1024];
-  int ok = got == want;
-  snprintf(copy, sizeof(copy), "%s", message != NULL ? message : "(null)");
-  if (ok && want < 0) {
-    ok = message != NULL && copy[0] != '\0' && (needle == NULL || strstr(copy, needle) != NULL);
-  }
-  if (ok) {
-    ++g_passed;
-    return;
-  }
-  ++g_failed;
-  printf("FAIL line %d: %s\n  returned %d (%s), expected %d (%s)", line, what, (int)got,
-         hvd_status_string(got), (int)want, hvd_status_string(want));
-  if (want < 0) printf("; message '%s' must name '%s'", copy, needle != NULL ? needle : "");
-  printf("\n");
-}
-
-/* The message is read after the call: the call is an argument, evaluated before the body. */
-static void expect_at(hvd_status_t got, hvd_status_t want, const char* needle, int line,
-                      const char* what) {
-  expect_message_at(got, want, hvd_last_error_message(), needle, line, what);
-}
-
-#define CHECK(cond) check_at((cond) != 0, __LINE__, #cond)
-#define EXPECT_OK(call) expect_at((call), HVD_SUCCESS, NULL, __LINE__, #call)
-#define EXPECT_ERR(call, want, needle) expect_at((call), (want), (needle), __LINE__, #call)
+#include "abi_check.h"
 
 static void sleep_millis(long ms) {
   struct timespec ts;
@@ -992,6 +952,9 @@ int main(void) {
   test_config();
   test_env_and_log_callback();
   test_lifecycle_and_ops();
+  EXPECT_OK(hvd_init());
+  test_gather_broadcast_barrier();
+  EXPECT_OK(hvd_shutdown());
   test_abort();
 
   printf("abi c_consumer: %d passed, %d failed\n", g_passed, g_failed);

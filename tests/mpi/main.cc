@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   test_allreduce_matrix(results);
   test_allreduce_scaling(results);
   test_bit_identical(results);
+  test_allgather(results);
+  test_broadcast(results);
+  test_barrier(results);
   test_submission_orders(results);
   test_many_in_flight(results);
   test_threads(results);

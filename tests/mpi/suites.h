@@ -7,6 +7,9 @@ namespace hvdc_test {
 void test_allreduce_matrix(Results& results);
 void test_allreduce_scaling(Results& results);
 void test_bit_identical(Results& results);
+void test_allgather(Results& results);
+void test_broadcast(Results& results);
+void test_barrier(Results& results);
 void test_submission_orders(Results& results);
 void test_many_in_flight(Results& results);
 void test_threads(Results& results);

@@ -12,7 +12,12 @@ namespace hvdc_test {
 
 namespace {
 
+enum class Kind { kAllreduce, kAllgather, kBroadcast };
+
 struct Submission {
+  Kind kind = Kind::kAllreduce;
+  int32_t root = 0;  // broadcast
+  int64_t cols = 1;  // allgather: the trailing dimension
   int32_t dtype = HVD_FLOAT32;
   int64_t length = 4;
   int32_t op = HVD_OP_SUM;
@@ -25,16 +30,31 @@ struct Outcome {
   std::string message;
 };
 
-Outcome submit_and_wait(const std::string& name, const Submission& sub) {
-  std::vector<double> buf(static_cast<size_t>(sub.length), 1.0);  // room for any dtype
-  std::vector<int64_t> shape = {sub.length};
+hvd_status_t submit(const std::string& name, const Submission& sub, std::vector<double>& buf,
+                    std::vector<int64_t>& shape, hvd_handle_t* h) {
+  buf.assign(static_cast<size_t>(sub.length * sub.cols), 1.0);  // room for any dtype
+  shape = {sub.length};
+  if (sub.kind == Kind::kAllgather) shape.push_back(sub.cols);
   hvd_tensor_t t = make_tensor(buf.data(), sub.dtype, shape);
   t.device.type = sub.device;
   hvd_op_args_t args;
   hvd_op_args_init(&args, sizeof(args));
   args.prescale_factor = sub.prescale;
+  switch (sub.kind) {
+    case Kind::kAllgather:
+      return hvd_allgather_async(&t, name.c_str(), &args, h);
+    case Kind::kBroadcast:
+      return hvd_broadcast_async(&t, buf.data(), sub.root, name.c_str(), &args, h);
+    default:
+      return hvd_allreduce_async(&t, buf.data(), sub.op, name.c_str(), &args, h);
+  }
+}
+
+Outcome submit_and_wait(const std::string& name, const Submission& sub) {
+  std::vector<double> buf;
+  std::vector<int64_t> shape;
   hvd_handle_t h = 0;
-  hvd_status_t s = hvd_allreduce_async(&t, buf.data(), sub.op, name.c_str(), &args, &h);
+  hvd_status_t s = submit(name, sub, buf, shape, &h);
   if (s == HVD_SUCCESS) s = hvd_wait(h);
   Outcome out{s, s == HVD_SUCCESS ? "" : hvd_last_error_message()};
   if (h != 0) hvd_handle_free(h);
@@ -128,6 +148,23 @@ void test_error_matrix(Results& results) {
     s.device = HVD_DEVICE_CUDA;
     expect_error(results, "error.mismatch.cpu_vs_cuda", s, usual, HVD_ERR_MISMATCH,
                  {"CPU/GPU", "rank 0: GPU", "CPU"});
+    s = usual;
+    s.kind = Kind::kAllgather;
+    expect_error(results, "error.mismatch.op_type", s, usual, HVD_ERR_MISMATCH,
+                 {"operation", "rank 0: ALLGATHER", "ALLREDUCE"});
+    Submission gather = usual;
+    gather.kind = Kind::kAllgather;
+    gather.cols = 3;
+    s = gather;
+    s.cols = 2;
+    expect_error(results, "error.mismatch.allgather_trailing_dims", s, gather, HVD_ERR_MISMATCH,
+                 {"shape", "trailing [2]", "trailing [3]"});
+    Submission bcast = usual;
+    bcast.kind = Kind::kBroadcast;
+    s = bcast;
+    s.root = 1;
+    expect_error(results, "error.mismatch.broadcast_root", s, bcast, HVD_ERR_MISMATCH,
+                 {"root rank", "rank 0: 1", ": 0"});
   }
   Submission cuda = usual;
   cuda.device = HVD_DEVICE_CUDA;

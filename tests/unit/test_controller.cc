@@ -241,6 +241,8 @@ TEST(Controller, AllgatherFirstDimMayDiffer) {
                           req("ag", OpType::kAllgather, HVD_INT64, {0, 3, 2})});
   EXPECT_EQ(r.kind, ResponseKind::kExecute) << r.error_message;
   EXPECT_EQ(r.op_type, OpType::kAllgather);
+  // Every rank learns every rank's first dimension, in rank order, to place the blocks.
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{1, 7, 0}));
 }
 
 TEST(Controller, AllgatherTrailingDimsMismatch) {

@@ -102,6 +102,11 @@ ResponseList sample_responses() {
   c.kind = ResponseKind::kExecute;
   c.op_type = OpType::kBarrier;
   list.responses.push_back(c);  // no names, empty message
+  Response d;
+  d.op_type = OpType::kAllgather;
+  d.names = {"gathered"};
+  d.sizes = {3, 0, 7};  // each rank's first dimension
+  list.responses.push_back(d);
   return list;
 }
 
@@ -236,7 +241,8 @@ TEST(Message, ResponseListRoundTripAndLayout) {
     expected.i32(static_cast<int32_t>(r.kind)).i32(static_cast<int32_t>(r.op_type));
     expected.u32(static_cast<uint32_t>(r.names.size()));
     for (const std::string& n : r.names) expected.str(n);
-    expected.i32(r.error_code).str(r.error_message);
+    expected.i32(r.error_code).str(r.error_message).u32(static_cast<uint32_t>(r.sizes.size()));
+    for (int64_t size : r.sizes) expected.i64(size);
   }
   EXPECT_EQ(bytes, expected.s);
 
@@ -250,6 +256,7 @@ TEST(Message, ResponseListRoundTripAndLayout) {
     EXPECT_EQ(out.responses[i].names, list.responses[i].names);
     EXPECT_EQ(out.responses[i].error_code, list.responses[i].error_code);
     EXPECT_EQ(out.responses[i].error_message, list.responses[i].error_message);
+    EXPECT_EQ(out.responses[i].sizes, list.responses[i].sizes);
   }
 }
 
@@ -368,16 +375,16 @@ TEST(Message, OutOfRangeEnumsAreRejected) {
   ResponseList responses;
   for (int32_t kind : {-1, 2, 77}) {
     Bytes b;
-    b.u32(1).i32(kind).i32(0).u32(0).i32(0).str("");
+    b.u32(1).i32(kind).i32(0).u32(0).i32(0).str("").u32(0);
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "kind " << kind;
   }
   for (int32_t op : {-1, 4, 99}) {
     Bytes b;
-    b.u32(1).i32(0).i32(op).u32(0).i32(0).str("");
+    b.u32(1).i32(0).i32(op).u32(0).i32(0).str("").u32(0);
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "op type " << op;
   }
   Bytes valid;
-  valid.u32(1).i32(1).i32(3).u32(0).i32(0).str("");
+  valid.u32(1).i32(1).i32(3).u32(0).i32(0).str("").u32(0);
   EXPECT_TRUE(decode(valid.s, &responses).is_ok());
 }
 

@@ -1,0 +1,87 @@
+/* The ABI consumer's checks of allgather, broadcast, barrier and hvd_handle_output, as a single
+ * rank (hvd_init must have succeeded). C99 like the rest of the consumer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi_check.h"
+
+static void* allocate(void* user_data, const hvd_tensor_t* output, size_t bytes) {
+  int* calls = (int*)user_data;
+  ++*calls;
+  CHECK(output != NULL && output->ndim == 2 && output->shape[0] == 3 && output->shape[1] == 2);
+  return malloc(bytes);
+}
+
+static void* refuse(void* user_data, const hvd_tensor_t* output, size_t bytes) {
+  (void)user_data;
+  (void)output;
+  (void)bytes;
+  return NULL;
+}
+
+static void test_allgather(void) {
+  int32_t data[6] = {1, 2, 3, 4, 5, 6};
+  int64_t shape[2] = {3, 2};
+  hvd_tensor_t t = {data, HVD_INT32, 2, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_tensor_t out;
+  hvd_handle_t h = 0;
+  int calls = 0;
+  hvd_op_args_t args;
+
+  EXPECT_OK(hvd_allgather_async(&t, "abi.gather", NULL, &h));
+  EXPECT_ERR(hvd_handle_output(h, NULL), HVD_ERR_INVALID_ARGUMENT, "output");
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_OK(hvd_handle_output(h, &out));
+  CHECK(out.ndim == 2 && out.shape[0] == 3 && out.shape[1] == 2 && out.dtype == HVD_INT32);
+  CHECK(out.data != NULL && out.data != (void*)data && memcmp(out.data, data, sizeof(data)) == 0);
+  EXPECT_OK(hvd_handle_free(h));
+  EXPECT_ERR(hvd_handle_output(h, &out), HVD_ERR_INVALID_HANDLE, "handle");
+
+  hvd_op_args_init(&args, sizeof(args));
+  args.alloc = allocate;
+  args.alloc_user_data = &calls;
+  EXPECT_OK(hvd_allgather_async(&t, "abi.gather.alloc", &args, &h));
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_OK(hvd_handle_output(h, &out));
+  CHECK(calls == 1 && memcmp(out.data, data, sizeof(data)) == 0);
+  free(out.data);
+  EXPECT_OK(hvd_handle_free(h));
+
+  args.alloc = refuse;
+  EXPECT_OK(hvd_allgather_async(&t, "abi.gather.refused", &args, &h));
+  EXPECT_ERR(hvd_wait(h), HVD_ERR_OUT_OF_MEMORY, "allocator");
+  EXPECT_ERR(hvd_handle_output(h, &out), HVD_ERR_OUT_OF_MEMORY, "allocator");
+  EXPECT_OK(hvd_handle_free(h));
+
+  t.ndim = 0;
+  EXPECT_ERR(hvd_allgather_async(&t, "abi.gather.scalar", NULL, &h), HVD_ERR_INVALID_ARGUMENT,
+             "ndim");
+}
+
+static void test_broadcast_and_barrier(void) {
+  float in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0};
+  int64_t shape[1] = {4};
+  hvd_tensor_t t = {in, HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_tensor_t none;
+  hvd_handle_t h = 0;
+
+  EXPECT_OK(hvd_broadcast_async(&t, out, 0, "abi.bcast", NULL, &h));
+  EXPECT_OK(hvd_wait(h));
+  CHECK(memcmp(in, out, sizeof(in)) == 0);
+  EXPECT_ERR(hvd_handle_output(h, &none), HVD_ERR_INVALID_USAGE, "allgather");
+  EXPECT_OK(hvd_handle_free(h));
+  EXPECT_ERR(hvd_broadcast_async(&t, out, 1, "abi.bcast.root", NULL, &h), HVD_ERR_INVALID_ARGUMENT,
+             "root_rank");
+  EXPECT_ERR(hvd_broadcast_async(&t, out, -1, "abi.bcast.root", NULL, &h), HVD_ERR_INVALID_ARGUMENT,
+             "root_rank");
+
+  EXPECT_OK(hvd_barrier_async(NULL, NULL, &h));
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_OK(hvd_handle_free(h));
+  EXPECT_ERR(hvd_barrier_async(NULL, NULL, NULL), HVD_ERR_INVALID_ARGUMENT, "handle");
+}
+
+void test_gather_broadcast_barrier(void) {
+  test_allgather();
+  test_broadcast_and_barrier();
+}

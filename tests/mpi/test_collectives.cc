@@ -1,0 +1,151 @@
+// Allgather (first dimension different on every rank; library-owned and caller-allocated
+// outputs), broadcast from every root, and barrier, over every dtype.
+#include <cstring>
+#include <vector>
+
+#include "harness.h"
+#include "reference.h"
+#include "suites.h"
+
+namespace hvdc_test {
+
+namespace {
+
+// Rank r contributes rows(r) rows of `cols` elements; element (row, col) holds a value derived
+// from (r, row, col) that is exact in every dtype.
+int64_t rows_of(int rank, int64_t base) {
+  return base == 0 ? 0 : base + (rank * 3) % 5;
+}
+
+double cell(int rank, int64_t row, int64_t col) {
+  return ((rank * 7 + row * 3 + col) % 9) - 4;
+}
+
+void fill_rows(std::vector<char>& buf, int32_t dtype, int rank, int64_t rows, int64_t cols) {
+  buf.assign(static_cast<size_t>(rows * cols) * dtype_bytes(dtype) + 1, 0);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const double v = cell(rank, i / cols, i % cols);
+    if (is_float(dtype)) {
+      store_float(buf.data(), static_cast<size_t>(i), dtype, v);
+    } else {
+      const int64_t x = dtype == HVD_BOOL ? (v > 0 ? 1 : 0) : static_cast<int64_t>(v + 4);
+      std::memcpy(buf.data() + i * dtype_bytes(dtype), &x, dtype_bytes(dtype));
+    }
+  }
+}
+
+void* allocate(void* user, const hvd_tensor_t*, size_t bytes) {
+  auto* store = static_cast<std::vector<char>*>(user);
+  store->assign(bytes + 1, 0);
+  return store->data();
+}
+
+bool check_allgather(int32_t dtype, int64_t base, int64_t cols, bool own_alloc, std::string* why) {
+  std::vector<char> in;
+  const int64_t my_rows = rows_of(hvd_rank(), base);
+  fill_rows(in, dtype, hvd_rank(), my_rows, cols);
+  std::vector<int64_t> shape = {my_rows, cols};
+  hvd_tensor_t t = make_tensor(in.data(), dtype, shape);
+  std::vector<char> store;
+  hvd_op_args_t args;
+  hvd_op_args_init(&args, sizeof(args));
+  if (own_alloc) {
+    args.alloc = allocate;
+    args.alloc_user_data = &store;
+  }
+  hvd_handle_t h = 0;
+  hvd_status_t s = hvd_allgather_async(&t, nullptr, &args, &h);
+  if (s == HVD_SUCCESS) s = hvd_wait(h);
+  hvd_tensor_t out{};
+  if (s == HVD_SUCCESS) s = hvd_handle_output(h, &out);
+  bool ok = s == HVD_SUCCESS;
+  if (!ok) *why = status_text(s);
+  int64_t total = 0;
+  for (int r = 0; r < hvd_size(); ++r) total += rows_of(r, base);
+  ok = ok && out.ndim == 2 && out.shape[0] == total && out.shape[1] == cols && out.dtype == dtype;
+  ok = ok && (!own_alloc || total == 0 || out.data == store.data());
+  std::vector<char> want;
+  int64_t offset = 0;
+  for (int r = 0; ok && r < hvd_size(); ++r) {
+    fill_rows(want, dtype, r, rows_of(r, base), cols);
+    const size_t bytes = static_cast<size_t>(rows_of(r, base) * cols) * dtype_bytes(dtype);
+    ok = bytes == 0 || std::memcmp(static_cast<char*>(out.data) + offset, want.data(), bytes) == 0;
+    if (!ok) *why = "block of rank " + std::to_string(r) + " differs";
+    offset += static_cast<int64_t>(bytes);
+  }
+  if (h) hvd_handle_free(h);
+  return ok;
+}
+
+bool check_broadcast(int32_t dtype, int64_t count, int root, bool in_place, std::string* why) {
+  std::vector<char> in, out(static_cast<size_t>(count) * dtype_bytes(dtype) + 1, 0);
+  fill_rows(in, dtype, hvd_rank(), count, 1);
+  std::vector<int64_t> shape = {count};
+  hvd_tensor_t t = make_tensor(in.data(), dtype, shape);
+  void* dst = in_place ? in.data() : out.data();
+  hvd_handle_t h = 0;
+  hvd_status_t s = hvd_broadcast_async(&t, dst, root, nullptr, nullptr, &h);
+  if (s == HVD_SUCCESS) s = hvd_wait(h);
+  if (h) hvd_handle_free(h);
+  if (s != HVD_SUCCESS) {
+    *why = status_text(s);
+    return false;
+  }
+  std::vector<char> want;
+  fill_rows(want, dtype, root, count, 1);
+  const size_t bytes = static_cast<size_t>(count) * dtype_bytes(dtype);
+  if (bytes == 0 || std::memcmp(dst, want.data(), bytes) == 0) return true;
+  *why = "data differs from root " + std::to_string(root) + "'s";
+  return false;
+}
+
+}  // namespace
+
+void test_allgather(Results& results) {
+  for (int32_t dtype = HVD_UINT8; dtype <= HVD_BFLOAT16; ++dtype) {
+    bool ok = true;
+    std::string why;
+    // Rows per rank from 0 (some ranks empty) to about 100000 (the large case moves MiBs).
+    for (int64_t base : {0, 1, 7, 100000}) {
+      for (int64_t cols : {1, 3}) {
+        if (ok && !check_allgather(dtype, base, cols, (base + cols) % 2 == 0, &why)) {
+          ok = false;
+          why = "rows " + std::to_string(base) + " cols " + std::to_string(cols) + ": " + why;
+        }
+      }
+    }
+    record(results, std::string("allgather.") + dtype_label(dtype), ok, why);
+  }
+}
+
+void test_broadcast(Results& results) {
+  for (int32_t dtype = HVD_UINT8; dtype <= HVD_BFLOAT16; ++dtype) {
+    bool ok = true;
+    std::string why;
+    for (int root = 0; ok && root < hvd_size(); ++root) {
+      for (int64_t count : {0, 1, 1000, 999983}) {
+        if (ok && !check_broadcast(dtype, count, root, count % 2 == 1, &why)) {
+          ok = false;
+          why = "root " + std::to_string(root) + " count " + std::to_string(count) + ": " + why;
+        }
+      }
+    }
+    record(results, std::string("broadcast.") + dtype_label(dtype), ok, why);
+  }
+}
+
+void test_barrier(Results& results) {
+  bool ok = true;
+  std::string why;
+  for (int i = 0; i < 20 && ok; ++i) {
+    hvd_handle_t h = 0;
+    hvd_status_t s = hvd_barrier_async(nullptr, nullptr, &h);
+    if (s == HVD_SUCCESS) s = hvd_wait(h);
+    if (h) hvd_handle_free(h);
+    ok = s == HVD_SUCCESS;
+    if (!ok) why = status_text(s);
+  }
+  record(results, "barrier.20_in_a_row", ok, why);
+}
+
+}  // namespace hvdc_test
