@@ -51,6 +51,35 @@ Status set_name(Engine* engine, const char* name, OpType type, Request* r) {
   return Status::ok();
 }
 
+// What every collective entry point does before and after its own checks.
+struct Call {
+  Engine* engine = nullptr;
+  Request request;
+  hvd_op_args_t args;
+};
+
+// Checks the handle pointer, finds the engine, reads args and, where the op takes a tensor,
+// checks it (and that output is given when the op writes one of nonzero size).
+Status begin(OpType type, hvd_handle_t* handle, const hvd_op_args_t* args,
+             const hvd_tensor_t* input, const void* output, bool writes_output, Call* call) {
+  if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
+  HVDC_RETURN_IF_ERROR(current_engine(&call->engine));
+  call->request.op_type = type;
+  if (type != OpType::kBarrier) {
+    HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &call->request));
+  }
+  if (writes_output && output == nullptr && element_count(call->request) > 0) {
+    return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
+  }
+  return hvdc::api::read_op_args(args, &call->args);
+}
+
+// Names the request and hands it to the engine.
+Status finish(Call& call, const char* name, const void* input, void* output, hvd_handle_t* handle) {
+  HVDC_RETURN_IF_ERROR(set_name(call.engine, name, call.request.op_type, &call.request));
+  return submit(call.engine, std::move(call.request), input, output, call.args, handle);
+}
+
 }  // namespace
 
 extern "C" {
@@ -75,44 +104,27 @@ hvd_status_t hvd_allreduce_async(const hvd_tensor_t* input, void* output, int32_
                                  const char* name, const hvd_op_args_t* args,
                                  hvd_handle_t* handle) {
   return guarded([&] {
-    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
-    Engine* engine = nullptr;
-    HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    Request r;
-    r.op_type = OpType::kAllreduce;
-    HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &r));
-    if (output == nullptr && element_count(r) > 0) {
-      return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
-    }
-    HVDC_RETURN_IF_ERROR(hvdc::api::check_reduce_op(reduce_op, r.dtype));
-    hvd_op_args_t a;
-    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
-    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kAllreduce, &r));
-    r.reduce_op = reduce_op;
-    r.prescale = a.prescale_factor;
-    r.postscale = a.postscale_factor;
-    return submit(engine, std::move(r), input->data, output, a, handle);
+    Call call;
+    HVDC_RETURN_IF_ERROR(begin(OpType::kAllreduce, handle, args, input, output, true, &call));
+    HVDC_RETURN_IF_ERROR(hvdc::api::check_reduce_op(reduce_op, call.request.dtype));
+    call.request.reduce_op = reduce_op;
+    call.request.prescale = call.args.prescale_factor;
+    call.request.postscale = call.args.postscale_factor;
+    return finish(call, name, input->data, output, handle);
   });
 }
 
 hvd_status_t hvd_allgather_async(const hvd_tensor_t* input, const char* name,
                                  const hvd_op_args_t* args, hvd_handle_t* handle) {
   return guarded([&] {
-    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
-    Engine* engine = nullptr;
-    HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    Request r;
-    r.op_type = OpType::kAllgather;
-    HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &r));
-    if (r.shape.empty()) {
+    Call call;
+    HVDC_RETURN_IF_ERROR(begin(OpType::kAllgather, handle, args, input, nullptr, false, &call));
+    if (call.request.shape.empty()) {
       return Status(HVD_ERR_INVALID_ARGUMENT,
                     "input->ndim is 0: allgather concatenates along the first dimension, so the "
                     "tensor needs at least one");
     }
-    hvd_op_args_t a;
-    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
-    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kAllgather, &r));
-    return submit(engine, std::move(r), input->data, nullptr, a, handle);
+    return finish(call, name, input->data, nullptr, handle);
   });
 }
 
@@ -120,40 +132,24 @@ hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* output, int32_
                                  const char* name, const hvd_op_args_t* args,
                                  hvd_handle_t* handle) {
   return guarded([&] {
-    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
-    Engine* engine = nullptr;
-    HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    const int size = engine->topology().size;
+    Call call;
+    HVDC_RETURN_IF_ERROR(begin(OpType::kBroadcast, handle, args, input, output, true, &call));
+    const int size = call.engine->topology().size;
     if (root_rank < 0 || root_rank >= size) {
       return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT, "root_rank %d is outside [0, %d)",
                                       root_rank, size);
     }
-    Request r;
-    r.op_type = OpType::kBroadcast;
-    r.root = root_rank;
-    HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &r));
-    if (output == nullptr && element_count(r) > 0) {
-      return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
-    }
-    hvd_op_args_t a;
-    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
-    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kBroadcast, &r));
-    return submit(engine, std::move(r), input->data, output, a, handle);
+    call.request.root = root_rank;
+    return finish(call, name, input->data, output, handle);
   });
 }
 
 hvd_status_t hvd_barrier_async(const char* name, const hvd_op_args_t* args, hvd_handle_t* handle) {
   return guarded([&] {
-    if (handle == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "handle is NULL");
-    Engine* engine = nullptr;
-    HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    Request r;
-    r.op_type = OpType::kBarrier;
-    r.dtype = HVD_UINT8;
-    hvd_op_args_t a;
-    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &a));
-    HVDC_RETURN_IF_ERROR(set_name(engine, name, OpType::kBarrier, &r));
-    return submit(engine, std::move(r), nullptr, nullptr, a, handle);
+    Call call;
+    HVDC_RETURN_IF_ERROR(begin(OpType::kBarrier, handle, args, nullptr, nullptr, false, &call));
+    call.request.dtype = HVD_UINT8;
+    return finish(call, name, nullptr, nullptr, handle);
   });
 }
 
