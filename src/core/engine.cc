@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -104,8 +105,8 @@ void Engine::run() {
       last_busy = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - last_busy > spin) {
       idle_wait();
-    } else if (transport_) {
-      transport_->progress();
+    } else {
+      sched_yield();  // let a thread that has work (the app, a peer's engine) have the core
     }
   }
   if (terminated_.is_ok()) {

@@ -1,5 +1,7 @@
 #include "core/op_state.h"
 
+#include <sched.h>
+
 #include <chrono>
 
 namespace hvdc::core {
@@ -19,10 +21,10 @@ void OpState::complete(const common::Status& status) {
 
 common::Status OpState::wait(int spin_micros) {
   // A short spin catches ops that finish within microseconds without paying for a futex
-  // sleep and wake-up.
+  // sleep and wake-up. It yields each time round: on a machine with as many busy threads as
+  // cores, a plain spin would keep the engine threads that complete the op off the CPU.
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_micros);
-  while (!done() && std::chrono::steady_clock::now() < until) {
-  }
+  while (!done() && std::chrono::steady_clock::now() < until) sched_yield();
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] { return done_.load(std::memory_order_relaxed); });
   return status_;
@@ -39,8 +41,8 @@ void* OpState::allocate_output(int32_t dtype, std::vector<int64_t> shape, hvd_de
   if (alloc_ != nullptr) {
     output_.data = alloc_(alloc_user_data_, &output_, bytes);
   } else {
-    owned_output_.resize(bytes);
-    output_.data = owned_output_.data();
+    owned_output_.reset(new char[bytes > 0 ? bytes : 1]);
+    output_.data = owned_output_.get();
   }
   has_output_ = output_.data != nullptr || bytes == 0;
   return output_.data;

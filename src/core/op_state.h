@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,7 +48,7 @@ class OpState {
   common::Status status_;
   hvd_alloc_fn alloc_ = nullptr;
   void* alloc_user_data_ = nullptr;
-  std::vector<char> owned_output_;
+  std::unique_ptr<char[]> owned_output_;  // not zero-filled: the collective writes all of it
   std::vector<int64_t> output_shape_;
   hvd_tensor_t output_ = {};
   bool has_output_ = false;

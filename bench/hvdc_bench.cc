@@ -1,0 +1,166 @@
+// hvdc_bench: an nccl-tests-style sweep of hvdc collectives, optionally beside Open MPI's on the
+// same buffers in the same run. Run under mpirun:
+//   mpirun -np 2 --bind-to none build/bench/hvdc_bench -c allreduce -b 4K -e 64M -f 4 --vs-mpi
+// Columns: size (bytes per rank), time (us, slowest rank's mean), algbw and busbw (GB/s, 1e9),
+// #wrong (elements off the expected value). busbw = algbw * 2(n-1)/n for allreduce,
+// (n-1)/n for allgather, 1 for broadcast.
+#include <hvdc.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_options.h"
+
+namespace {
+
+using hvdc_bench::Options;
+
+struct Row {
+  size_t bytes;
+  double hvdc_us, mpi_us;
+  long wrong;
+};
+
+double now_us() {
+  return MPI_Wtime() * 1e6;
+}
+
+// Fills inputs with rank + 1 so every result is exact: sum = n(n+1)/2, gathered block r = r+1.
+void fill(std::vector<float>& v, int rank) {
+  for (float& x : v) x = static_cast<float>(rank + 1);
+}
+
+long count_wrong(const Options& o, const std::vector<float>& out, size_t count, int n) {
+  long wrong = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    float want = o.collective == "allreduce"   ? n * (n + 1) / 2.0f
+                 : o.collective == "allgather" ? static_cast<float>(i / count + 1)
+                                               : 1.0f;  // broadcast from rank 0
+    wrong += out[i] != want;
+  }
+  return wrong;
+}
+
+// Gathers straight into the benchmark's buffer, as a framework would into its own tensor.
+void* into_out(void* user, const hvd_tensor_t*, size_t) {
+  return static_cast<std::vector<float>*>(user)->data();
+}
+
+hvd_status_t run_hvdc(const Options& o, std::vector<float>& in, std::vector<float>& out,
+                      size_t count) {
+  int64_t shape[1] = {static_cast<int64_t>(count)};
+  hvd_tensor_t t = {in.data(), HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_handle_t h = 0;
+  hvd_status_t s;
+  if (o.collective == "allgather") {
+    hvd_op_args_t args;
+    hvd_op_args_init(&args, sizeof(args));
+    args.alloc = into_out;
+    args.alloc_user_data = &out;
+    s = hvd_allgather_async(&t, "bench", &args, &h);
+  } else if (o.collective == "broadcast") {
+    s = hvd_broadcast_async(&t, out.data(), 0, "bench", nullptr, &h);
+  } else {
+    s = hvd_allreduce_async(&t, out.data(), HVD_OP_SUM, "bench", nullptr, &h);
+  }
+  if (s == HVD_SUCCESS) s = hvd_wait(h);
+  if (h) hvd_handle_free(h);
+  return s;
+}
+
+void run_mpi(const Options& o, std::vector<float>& in, std::vector<float>& out, size_t count) {
+  const int c = static_cast<int>(count);
+  if (o.collective == "allgather") {
+    MPI_Allgather(in.data(), c, MPI_FLOAT, out.data(), c, MPI_FLOAT, MPI_COMM_WORLD);
+  } else if (o.collective == "broadcast") {
+    std::memcpy(out.data(), in.data(), count * sizeof(float));
+    MPI_Bcast(out.data(), c, MPI_FLOAT, 0, MPI_COMM_WORLD);
+  } else {
+    MPI_Allreduce(in.data(), out.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  }
+}
+
+// Mean time per op over o.iters after o.warmup, the slowest rank's.
+template <typename Op>
+double time_op(const Options& o, Op op) {
+  for (int i = 0; i < o.warmup; ++i) op();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = now_us();
+  for (int i = 0; i < o.iters; ++i) op();
+  double mine = (now_us() - start) / o.iters, slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+Row measure(const Options& o, size_t bytes, int rank, int n) {
+  const size_t count = std::max<size_t>(1, bytes / sizeof(float));
+  const size_t out_count = o.collective == "allgather" ? count * n : count;
+  std::vector<float> in(count), out(out_count);
+  fill(in, rank);
+  Row row{count * sizeof(float), 0, 0, 0};
+  hvd_status_t failed = HVD_SUCCESS;
+  row.hvdc_us = time_op(o, [&] {
+    hvd_status_t s = run_hvdc(o, in, out, count);
+    if (s != HVD_SUCCESS) failed = s;
+  });
+  if (failed != HVD_SUCCESS) {
+    std::fprintf(stderr, "hvdc %s failed: %s\n", o.collective.c_str(), hvd_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (o.check) row.wrong = count_wrong(o, out, count, n);
+  if (o.vs_mpi) row.mpi_us = time_op(o, [&] { run_mpi(o, in, out, count); });
+  long total_wrong = 0;
+  MPI_Allreduce(&row.wrong, &total_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  row.wrong = total_wrong;
+  return row;
+}
+
+double bus_factor(const std::string& collective, int n) {
+  if (collective == "allreduce") return 2.0 * (n - 1) / n;
+  if (collective == "allgather") return static_cast<double>(n - 1) / n;
+  return 1.0;
+}
+
+// The 4 KiB allreduce through hvd_allreduce_async + hvd_wait: the small-message target.
+Row latency_4k(const Options& o, int rank, int n) {
+  Options l = o;
+  l.collective = "allreduce";
+  l.iters = std::max(o.iters, 2000);
+  l.warmup = std::max(o.warmup, 200);
+  l.vs_mpi = true;
+  return measure(l, 4096, rank, n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);  // hvdc then reuses MPI and leaves it to us to finalize
+  Options o;
+  if (!hvdc_bench::parse(argc, argv, &o)) {
+    MPI_Finalize();
+    return 2;
+  }
+  if (hvd_init() != HVD_SUCCESS) {
+    std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  const int rank = hvd_rank(), n = hvd_size();
+  std::vector<hvdc_bench::Line> lines;
+  long wrong = 0;
+  for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+    Row r = measure(o, bytes, rank, n);
+    lines.push_back({r.bytes, r.hvdc_us, r.mpi_us, r.wrong, bus_factor(o.collective, n)});
+    wrong += r.wrong;
+    if (o.factor < 2) break;
+  }
+  const Row lat = latency_4k(o, rank, n);
+  if (rank == 0) hvdc_bench::report(o, n, lines, lat.hvdc_us, lat.mpi_us);
+  hvd_shutdown();
+  MPI_Finalize();
+  return wrong == 0 ? 0 : 1;  // a wrong result fails the run, whatever the speed
+}
