@@ -35,12 +35,6 @@ Status submit(Engine* engine, Request request, const void* input, void* output,
   return Status::ok();
 }
 
-size_t element_count(const Request& r) {
-  size_t n = 1;
-  for (int64_t d : r.shape) n *= static_cast<size_t>(d);
-  return n;
-}
-
 Status set_name(Engine* engine, const char* name, OpType type, Request* r) {
   if (name == nullptr) {
     r->name = engine->auto_name(type);
@@ -68,7 +62,7 @@ Status begin(OpType type, hvd_handle_t* handle, const hvd_op_args_t* args,
   if (type != OpType::kBarrier) {
     HVDC_RETURN_IF_ERROR(hvdc::api::check_tensor(input, "input", &call->request));
   }
-  if (writes_output && output == nullptr && element_count(call->request) > 0) {
+  if (writes_output && output == nullptr && hvdc::core::element_count(call->request.shape) > 0) {
     return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
   }
   return hvdc::api::read_op_args(args, &call->args);

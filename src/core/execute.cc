@@ -15,12 +15,6 @@ using common::make_error;
 
 namespace {
 
-size_t element_count(const std::vector<int64_t>& shape) {
-  size_t n = 1;
-  for (int64_t d : shape) n *= static_cast<size_t>(d);
-  return n;
-}
-
 // Failures after which the ranks can no longer agree on what happened: end the engine's work.
 bool is_fatal(hvd_status_t code) {
   return code == HVD_ERR_TRANSPORT || code == HVD_ERR_PEER_FAILURE || code == HVD_ERR_ABORTED ||
@@ -108,7 +102,7 @@ Status Engine::run_allreduce(TensorEntry& entry) {
 Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
   const Request& r = entry.request;
   const size_t esize = common::dtype_size(r.dtype);
-  const size_t row_bytes = element_count({r.shape.begin() + 1, r.shape.end()}) * esize;
+  const size_t row_bytes = element_count(r.shape, 1) * esize;
   std::vector<size_t> block_bytes;
   int64_t rows = 0;
   for (int64_t n : response.sizes) {

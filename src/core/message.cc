@@ -58,6 +58,12 @@ Status read_response(WireReader& in, Response* r) {
 
 }  // namespace
 
+size_t element_count(const std::vector<int64_t>& shape, size_t from) {
+  size_t n = 1;
+  for (size_t i = from; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  return n;
+}
+
 const char* op_type_name(OpType type) {
   switch (type) {
     case OpType::kAllreduce:

@@ -15,6 +15,9 @@ using common::Status;
 enum class OpType : int32_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kBarrier = 3 };
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
 
+// Elements in a tensor of this shape from dimension `from` on (shapes were checked on submit).
+size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
+
 constexpr size_t kMaxNameLength = 4096;
 
 struct Request {

@@ -43,11 +43,10 @@ bool Engine::coordinate() {
     }
     for (Request& r : list.requests) controller_->add(transport::tag_source(tag), std::move(r));
   }
-  std::vector<Response> ready = controller_->take_ready();
-  if (ready.empty()) return busy;
+  ResponseList list;
+  list.responses = controller_->take_ready();
+  if (list.responses.empty()) return busy;
   if (transport_) {
-    ResponseList list;
-    list.responses = ready;
     const std::string encoded = encode(list);
     for (int p = 1; p < topology_.size; ++p) {
       Status st = transport_->send_message(p, make_tag(TagKind::kResponseList, 0, 0), encoded);
@@ -57,7 +56,7 @@ bool Engine::coordinate() {
       }
     }
   }
-  for (Response& r : ready) responses_.push_back(std::move(r));
+  for (Response& r : list.responses) responses_.push_back(std::move(r));
   return true;
 }
 
