@@ -133,10 +133,13 @@ HVDC_API hvd_status_t hvd_tensor_from_dlpack(const hvd_dl_tensor_t* dl, hvd_tens
 /* A config object overrides HVDC_* environment variables, which override built-in defaults. */
 typedef struct hvd_config_s hvd_config_t;
 enum {
-  HVD_CFG_LOG_LEVEL = 0,  /* int: 0 trace, 1 debug, 2 info, 3 warning, 4 error, 5 off */
-  HVD_CFG_HOSTNAME = 1,   /* str: host identity used for local/cross topology */
-  HVD_CFG_BOOTSTRAP = 2,  /* str: "auto", "singleton" or "mpi" */
-  HVD_CFG_SPIN_MICROS = 3 /* int: how long the engine spins before it sleeps */
+  HVD_CFG_LOG_LEVEL = 0,        /* int: 0 trace, 1 debug, 2 info, 3 warning, 4 error, 5 off */
+  HVD_CFG_HOSTNAME = 1,         /* str: host identity used for local/cross topology */
+  HVD_CFG_BOOTSTRAP = 2,        /* str: "auto", "singleton" or "mpi" */
+  HVD_CFG_SPIN_MICROS = 3,      /* int: how long the engine spins before it sleeps */
+  HVD_CFG_FUSION_THRESHOLD = 4, /* int: bytes fused into one allreduce; 0 disables fusion */
+  HVD_CFG_CACHE_CAPACITY = 5,   /* int: response-cache entries; 0 disables the cache */
+  HVD_CFG_DETERMINISTIC = 6     /* int: 1 = results independent of fusion and timing */
 };
 HVDC_API hvd_status_t hvd_config_create(hvd_config_t** out);
 HVDC_API hvd_status_t hvd_config_set_int(hvd_config_t* config, int32_t key, int64_t value);
@@ -239,6 +242,29 @@ HVDC_API hvd_status_t hvd_abort(const char* reason);
 /* *status = the first asynchronous error the engine met (HVD_SUCCESS if none); when there is
  * one, its message also becomes this thread's hvd_last_error_message. */
 HVDC_API hvd_status_t hvd_get_async_error(hvd_status_t* status);
+
+/* ---- Statistics -------------------------------------------------------------------------- */
+/* Counters of this rank's engine since hvd_init. Set struct_size = sizeof(hvd_stats_t) before
+ * calling; fields beyond the caller's struct_size are not written. */
+typedef struct hvd_stats_t {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t coordinator_requests; /* request lists this rank sent to the coordinator (rank 0) */
+  uint64_t rounds;               /* rounds of agreement among the ranks */
+  uint64_t cache_hits;           /* tensors agreed on through the response cache */
+  uint64_t cache_misses;         /* tensors negotiated through the coordinator */
+  uint64_t cache_evictions;
+  uint64_t collectives;       /* collectives run (a fused one counts once) */
+  uint64_t tensors;           /* tensors completed by them */
+  uint64_t fused_collectives; /* collectives over more than one tensor */
+  uint64_t fused_tensors;
+  uint64_t fused_bytes;
+} hvd_stats_t;
+HVDC_API hvd_status_t hvd_stats_get(hvd_stats_t* stats);
+/* The same as "name value" lines (hvdc-info style), NUL-terminated, into buffer (size bytes).
+ * *length (if not NULL) gets the full text's length; HVD_ERR_INVALID_ARGUMENT if it does not
+ * fit (nothing is written then). */
+HVDC_API hvd_status_t hvd_stats_format(char* buffer, size_t size, size_t* length);
 
 enum { HVD_FEATURE_UCX = 0, HVD_FEATURE_MPI = 1, HVD_FEATURE_CUDA = 2, HVD_FEATURE_NCCL = 3 };
 /* 1 if the feature was compiled in, 0 if not (or unknown). */

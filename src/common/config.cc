@@ -30,6 +30,25 @@ Status parse_positive(const Knob& knob, const std::string& raw, std::string* nor
   return parse_int_at_least(knob, raw, 1, normalized);
 }
 
+Status parse_bool(const Knob& knob, const std::string& raw, std::string* normalized) {
+  if (raw == "0" || raw == "1") {
+    *normalized = raw;
+    return Status::ok();
+  }
+  return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (0 or 1)", knob.name,
+                    raw.c_str());
+}
+
+// Bounded so that a round message's bit vector stays small (128 KiB at the limit).
+Status parse_cache_capacity(const Knob& knob, const std::string& raw, std::string* normalized) {
+  HVDC_RETURN_IF_ERROR(parse_int_at_least(knob, raw, 0, normalized));
+  if (std::strtoll(normalized->c_str(), nullptr, 10) > (1 << 20)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (at most 1048576)",
+                      knob.name, raw.c_str());
+  }
+  return Status::ok();
+}
+
 Status parse_any_string(const Knob&, const std::string& raw, std::string* normalized) {
   *normalized = raw;
   return Status::ok();
@@ -84,6 +103,17 @@ const std::vector<Knob>& knob_registry() {
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
       {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
        "Size of the pieces the ring allreduce pipelines and reduces in cache."},
+      {"HVDC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", HVD_CFG_FUSION_THRESHOLD, true,
+       "67108864", parse_non_negative,
+       "Ready allreduces of like dtype, op and scale run as one collective up to this many "
+       "bytes; 0 disables fusion."},
+      {"HVDC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", HVD_CFG_CACHE_CAPACITY, true, "1024",
+       parse_cache_capacity,
+       "Response-cache entries (tensors agreed on without the coordinator once negotiated); "
+       "0 disables the cache."},
+      {"HVDC_DETERMINISTIC", nullptr, HVD_CFG_DETERMINISTIC, true, "0", parse_bool,
+       "1: every allreduce result depends only on the inputs and the rank count, never on "
+       "fusion, timing or segment boundaries (reduces in rank order)."},
   };
   return kKnobs;
 }

@@ -126,8 +126,19 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
     response.kind = ResponseKind::kError;
     response.error_code = HVD_ERR_MISMATCH;
     response.error_message = mismatch;
-  } else if (response.op_type == OpType::kAllgather) {
+    return response;
+  }
+  const Request& first = entry.requests[0];
+  response.dtype = first.dtype;
+  response.reduce_op = first.reduce_op;
+  response.root = first.root;
+  response.device_type = first.device_type;
+  response.prescale = first.prescale;
+  response.postscale = first.postscale;
+  if (response.op_type == OpType::kAllgather) {
     for (const Request& r : entry.requests) response.sizes.push_back(r.shape[0]);
+  } else {
+    response.counts.push_back(static_cast<int64_t>(element_count(first.shape)));
   }
   return response;
 }

@@ -25,7 +25,10 @@ std::string system_hostname() {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config)
-    : config_(config), bootstrap_(std::move(bootstrap)) {}
+    : config_(config),
+      bootstrap_(std::move(bootstrap)),
+      cache_(config.cache_capacity),
+      invalid_bits_(cache_.words(), 0) {}
 
 Status Engine::start(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config,
                      std::unique_ptr<Engine>* out) {
@@ -122,10 +125,11 @@ bool Engine::step() {
   if (transport_) busy |= transport_->progress() > 0;
   busy |= poll_terminate();
   busy |= handle_abort_request();
+  busy |= finish_peer_shutdown();
   if (!terminated_.is_ok()) return busy;
   busy |= report_local_requests();
   busy |= coordinate();
-  busy |= receive_responses();
+  busy |= progress_rounds();
   busy |= execute_responses();
   return busy;
 }

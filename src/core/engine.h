@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/controller.h"
+#include "core/response_cache.h"
 #include "core/tensor_queue.h"
 #include "core/topology.h"
 #include "ops/cpu/comm.h"
@@ -24,6 +26,23 @@ struct EngineConfig {
   int spin_micros = 50;
   size_t small_allreduce_bytes = 64 << 10;
   size_t segment_bytes = 256 << 10;
+  size_t fusion_threshold = 64 << 20;
+  size_t cache_capacity = 1024;
+  bool deterministic = false;
+};
+
+// Counters since init; read from any thread.
+struct EngineStats {
+  std::atomic<uint64_t> coordinator_requests{0};  // request lists this rank sent to rank 0
+  std::atomic<uint64_t> rounds{0};                // rounds of agreement completed
+  std::atomic<uint64_t> cache_hits{0};            // tensors agreed through the cache
+  std::atomic<uint64_t> cache_misses{0};          // tensors sent to the coordinator
+  std::atomic<uint64_t> cache_evictions{0};
+  std::atomic<uint64_t> collectives{0};        // responses executed (a fused one counts once)
+  std::atomic<uint64_t> tensors{0};            // tensors completed by them
+  std::atomic<uint64_t> fused_collectives{0};  // collectives over more than one tensor
+  std::atomic<uint64_t> fused_tensors{0};
+  std::atomic<uint64_t> fused_bytes{0};
 };
 
 class Engine {
@@ -36,6 +55,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const Topology& topology() const { return topology_; }
+  const EngineStats& stats() const { return stats_; }
   int spin_micros() const { return config_.spin_micros; }
 
   // Any thread. Fails at once on a duplicate in-flight name or after termination.
@@ -58,18 +78,27 @@ class Engine {
 
   // negotiation.cc
   bool report_local_requests();
+  void send_uncached(std::vector<Request> requests);
   bool coordinate();
-  bool receive_responses();
+  // rounds.cc
+  bool progress_rounds();
+  void send_round_message();
+  void complete_round();
+  std::vector<Response> take_cache_hits(const std::vector<uint64_t>& hits);
+  void cache_responses(const std::vector<Response>& responses);
+  void revalidate_pending_hits();
   // termination.cc
   bool poll_terminate();
   bool handle_abort_request();
+  bool finish_peer_shutdown();
   void terminate(const Status& status, bool notify_peers);
   Status interrupt_check();
   // execute.cc
   bool execute_responses();
-  Status execute_one(const Response& response, TensorEntry& entry);
+  void count_executed(const Response& response);
+  Status execute(const Response& response, std::vector<TensorEntry>& entries);
   ops::cpu::Comm make_comm();
-  Status run_allreduce(TensorEntry& entry);
+  Status run_allreduce(const Response& response, std::vector<TensorEntry>& entries);
   Status run_allgather(const Response& response, TensorEntry& entry);
   Status run_broadcast(TensorEntry& entry);
 
@@ -79,14 +108,30 @@ class Engine {
   std::unique_ptr<Controller> controller_;  // rank 0 only
   Topology topology_;
   TensorQueue queue_;
-  std::deque<Response> responses_;  // received, not yet executed (engine thread only)
+  std::deque<Response> responses_;  // agreed, not yet executed (engine thread only)
   uint64_t op_seq_ = 0;
   std::vector<char> scratch_;
+  std::vector<char> staging_;
+  EngineStats stats_;
+
+  // Rounds of agreement (engine thread only; rounds.cc).
+  ResponseCache cache_;
+  uint64_t round_ = 0;         // rounds completed
+  bool in_round_ = false;      // this rank's message for round_ + 1 is out
+  bool round_wanted_ = false;  // something new to announce
+  std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
+  std::map<std::string, uint32_t> pending_hits_;  // ready here, cached: name -> slot
+  std::vector<uint64_t> invalid_bits_;            // stale slots not yet announced
+  std::vector<Response> coordinator_out_;         // rank 0: negotiated, not yet announced
+  bool warned_eviction_ = false;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abort_requested_{false};
   std::atomic<uint64_t> auto_name_counters_[4] = {};
-  Status terminated_;  // engine thread only: non-ok once aborted or shut down
+  Status terminated_;            // engine thread only: non-ok once aborted or shut down
+  bool peer_shut_down_ = false;  // a peer's shutdown notice arrived (engine thread only)
+  int64_t peer_shutdown_ops_ = 0;
+  Status peer_shutdown_status_;
 
   mutable std::mutex mutex_;  // guards the fields below
   std::string abort_reason_;

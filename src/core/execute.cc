@@ -26,44 +26,64 @@ bool is_fatal(hvd_status_t code) {
 bool Engine::execute_responses() {
   if (responses_.empty()) return false;
   while (!responses_.empty() && terminated_.is_ok()) {
+    if (finish_peer_shutdown()) break;
     Response response = std::move(responses_.front());
     responses_.pop_front();
     ++op_seq_;
+    std::vector<TensorEntry> entries;
     for (const std::string& name : response.names) {
       TensorEntry entry;
-      if (!queue_.take(name, &entry)) {
+      if (queue_.take(name, &entry)) {
+        entries.push_back(std::move(entry));
+      } else if (response.kind != ResponseKind::kError) {
         HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
-        continue;
       }
-      Status st = response.kind == ResponseKind::kError
-                      ? Status(response.error_code, response.error_message)
-                      : execute_one(response, entry);
-      entry.state->complete(st);
-      if (is_fatal(st.code())) terminate(st, true);
     }
+    Status st = response.kind == ResponseKind::kError
+                    ? Status(response.error_code, response.error_message)
+                    : execute(response, entries);
+    count_executed(response);
+    for (TensorEntry& entry : entries) entry.state->complete(st);
+    if (is_fatal(st.code())) terminate(st, true);
   }
   return true;
 }
 
-Status Engine::execute_one(const Response& response, TensorEntry& entry) {
-  const Request& r = entry.request;
-  if (r.device_type != HVD_DEVICE_CPU) {
-    return make_error(HVD_ERR_UNSUPPORTED,
-                      "tensor '%s' is on a CUDA device; this build of hvdc has no GPU data path "
-                      "yet (every rank reports this error)",
-                      r.name.c_str());
+void Engine::count_executed(const Response& response) {
+  ++stats_.collectives;
+  stats_.tensors += response.names.size();
+  if (response.names.size() > 1) {
+    ++stats_.fused_collectives;
+    stats_.fused_tensors += response.names.size();
+    stats_.fused_bytes += response_bytes(response);
   }
-  switch (r.op_type) {
+}
+
+Status Engine::execute(const Response& response, std::vector<TensorEntry>& entries) {
+  if (entries.size() != response.names.size()) {
+    return make_error(HVD_ERR_INTERNAL, "%zu of the %zu tensors of a %s are not pending here",
+                      response.names.size() - entries.size(), response.names.size(),
+                      op_type_name(response.op_type));
+  }
+  for (const TensorEntry& entry : entries) {
+    if (entry.request.device_type != HVD_DEVICE_CPU) {
+      return make_error(HVD_ERR_UNSUPPORTED,
+                        "tensor '%s' is on a CUDA device; this build of hvdc has no GPU data path "
+                        "yet (every rank reports this error)",
+                        entry.request.name.c_str());
+    }
+  }
+  switch (response.op_type) {
     case OpType::kAllreduce:
-      return run_allreduce(entry);
+      return run_allreduce(response, entries);
     case OpType::kAllgather:
-      return run_allgather(response, entry);
+      return run_allgather(response, entries[0]);
     case OpType::kBroadcast:
-      return run_broadcast(entry);
+      return run_broadcast(entries[0]);
     case OpType::kBarrier:
       return Status::ok();  // ready only once every rank submitted it
   }
-  return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(r.op_type));
+  return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
 }
 
 ops::cpu::Comm Engine::make_comm() {
@@ -75,28 +95,39 @@ ops::cpu::Comm Engine::make_comm() {
   comm.seq = op_seq_;
   comm.interrupt = [this] { return interrupt_check(); };
   comm.scratch = &scratch_;
+  comm.staging = &staging_;
+  comm.deterministic = config_.deterministic;
   comm.segment_bytes = config_.segment_bytes;
   comm.small_bytes = config_.small_allreduce_bytes;
   return comm;
 }
 
-Status Engine::run_allreduce(TensorEntry& entry) {
-  const Request& r = entry.request;
-  const size_t count = element_count(r.shape);
-  const size_t bytes = count * common::dtype_size(r.dtype);
-  if (r.prescale != 1.0) {
-    ops::cpu::scale(entry.output, entry.input, count, r.dtype, r.prescale);
-  } else if (entry.output != entry.input && bytes > 0) {
-    std::memmove(entry.output, entry.input, bytes);
+Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>& entries) {
+  const size_t esize = common::dtype_size(response.dtype);
+  std::vector<ops::cpu::Piece> pieces;
+  for (TensorEntry& entry : entries) {
+    const Request& r = entry.request;
+    const size_t count = element_count(r.shape);
+    if (r.prescale != 1.0) {
+      ops::cpu::scale(entry.output, entry.input, count, r.dtype, r.prescale);
+    } else if (entry.output != entry.input && count > 0) {
+      std::memmove(entry.output, entry.input, count * esize);
+    }
+    pieces.push_back({static_cast<char*>(entry.output), count * esize});
   }
   ops::cpu::Comm comm = make_comm();
   ops::cpu::ReduceSpec spec;
-  spec.dtype = r.dtype;
-  spec.op = r.reduce_op;
-  spec.divisor = r.reduce_op == HVD_OP_AVERAGE ? topology_.size : 1;
-  spec.postscale = r.postscale;
-  return ops::cpu::allreduce(comm, entry.output, count, spec)
-      .with_context(common::strfmt("allreduce of '%s'", r.name.c_str()));
+  spec.dtype = response.dtype;
+  spec.op = response.reduce_op;
+  spec.divisor = response.reduce_op == HVD_OP_AVERAGE ? topology_.size : 1;
+  spec.postscale = response.postscale;
+  Status st = ops::cpu::allreduce(comm, ops::cpu::Pieces(std::move(pieces)), spec);
+  if (st.is_ok()) return st;
+  if (entries.size() == 1) {
+    return st.with_context(common::strfmt("allreduce of '%s'", response.names[0].c_str()));
+  }
+  return st.with_context(common::strfmt("fused allreduce of '%s' and %zu more tensors",
+                                        response.names[0].c_str(), entries.size() - 1));
 }
 
 Status Engine::run_allgather(const Response& response, TensorEntry& entry) {

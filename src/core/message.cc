@@ -1,5 +1,6 @@
 #include "core/message.h"
 
+#include "common/dtype.h"
 #include "common/wire.h"
 #include "hvdc.h"
 
@@ -13,8 +14,9 @@ namespace {
 constexpr size_t kMaxReasonLength = 64 << 10;
 constexpr size_t kMaxErrorLength = 1 << 20;
 constexpr size_t kMinRequestBytes = 4 + 4 * 6 + 8 * 2 + 4;  // empty name and shape
-constexpr size_t kMinResponseBytes = 4 * 4 + 4 + 4;
-constexpr size_t kMaxSizes = 1 << 20;  // one per rank
+constexpr size_t kMinResponseBytes = 4 * 4 + 4 + 4 + 4 * 4 + 8 * 2 + 4;
+constexpr size_t kMaxCacheWords = (1 << 20) / 64;  // HVDC_CACHE_CAPACITY's limit
+constexpr size_t kMaxSizes = 1 << 20;              // one per rank
 
 Status check_enum(int32_t value, int32_t max, const char* what) {
   if (value < 0 || value > max) {
@@ -27,7 +29,7 @@ Status read_request(WireReader& in, Request* r) {
   int32_t type = 0;
   HVDC_RETURN_IF_ERROR(in.str(&r->name, kMaxNameLength));
   HVDC_RETURN_IF_ERROR(in.i32(&type));
-  HVDC_RETURN_IF_ERROR(check_enum(type, static_cast<int32_t>(OpType::kBarrier), "op type"));
+  HVDC_RETURN_IF_ERROR(check_enum(type, kMaxOpType, "op type"));
   r->op_type = static_cast<OpType>(type);
   HVDC_RETURN_IF_ERROR(in.i32(&r->dtype));
   HVDC_RETURN_IF_ERROR(in.i32(&r->reduce_op));
@@ -45,7 +47,7 @@ Status read_response(WireReader& in, Response* r) {
   HVDC_RETURN_IF_ERROR(check_enum(kind, static_cast<int32_t>(ResponseKind::kError), "response"));
   r->kind = static_cast<ResponseKind>(kind);
   HVDC_RETURN_IF_ERROR(in.i32(&type));
-  HVDC_RETURN_IF_ERROR(check_enum(type, static_cast<int32_t>(OpType::kBarrier), "op type"));
+  HVDC_RETURN_IF_ERROR(check_enum(type, kMaxOpType, "op type"));
   r->op_type = static_cast<OpType>(type);
   uint32_t n = 0;
   HVDC_RETURN_IF_ERROR(in.count(&n, 4));
@@ -53,7 +55,53 @@ Status read_response(WireReader& in, Response* r) {
   for (std::string& name : r->names) HVDC_RETURN_IF_ERROR(in.str(&name, kMaxNameLength));
   HVDC_RETURN_IF_ERROR(in.i32(&r->error_code));
   HVDC_RETURN_IF_ERROR(in.str(&r->error_message, kMaxErrorLength));
-  return in.i64s(&r->sizes, kMaxSizes);
+  HVDC_RETURN_IF_ERROR(in.i64s(&r->sizes, kMaxSizes));
+  HVDC_RETURN_IF_ERROR(in.i32(&r->dtype));
+  HVDC_RETURN_IF_ERROR(in.i32(&r->reduce_op));
+  HVDC_RETURN_IF_ERROR(in.i32(&r->root));
+  HVDC_RETURN_IF_ERROR(in.i32(&r->device_type));
+  HVDC_RETURN_IF_ERROR(in.f64(&r->prescale));
+  HVDC_RETURN_IF_ERROR(in.f64(&r->postscale));
+  return in.i64s(&r->counts, kMaxSizes);
+}
+
+void write_responses(WireWriter& out, const ResponseList& list) {
+  out.u32(static_cast<uint32_t>(list.responses.size()));
+  for (const Response& r : list.responses) {
+    out.i32(static_cast<int32_t>(r.kind));
+    out.i32(static_cast<int32_t>(r.op_type));
+    out.u32(static_cast<uint32_t>(r.names.size()));
+    for (const std::string& name : r.names) out.str(name);
+    out.i32(r.error_code);
+    out.str(r.error_message);
+    out.i64s(r.sizes);
+    out.i32(r.dtype);
+    out.i32(r.reduce_op);
+    out.i32(r.root);
+    out.i32(r.device_type);
+    out.f64(r.prescale);
+    out.f64(r.postscale);
+    out.i64s(r.counts);
+  }
+}
+
+Status read_responses(WireReader& in, ResponseList* out) {
+  uint32_t n = 0;
+  HVDC_RETURN_IF_ERROR(in.count(&n, kMinResponseBytes));
+  out->responses.resize(n);
+  for (Response& r : out->responses) HVDC_RETURN_IF_ERROR(read_response(in, &r));
+  return Status::ok();
+}
+
+void write_words(WireWriter& out, const std::vector<uint64_t>& words) {
+  out.i64s(std::vector<int64_t>(words.begin(), words.end()));
+}
+
+Status read_words(WireReader& in, std::vector<uint64_t>* words) {
+  std::vector<int64_t> raw;
+  HVDC_RETURN_IF_ERROR(in.i64s(&raw, kMaxCacheWords));
+  words->assign(raw.begin(), raw.end());
+  return Status::ok();
 }
 
 }  // namespace
@@ -62,6 +110,12 @@ size_t element_count(const std::vector<int64_t>& shape, size_t from) {
   size_t n = 1;
   for (size_t i = from; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
   return n;
+}
+
+size_t response_bytes(const Response& response) {
+  size_t count = 0;
+  for (int64_t c : response.counts) count += static_cast<size_t>(c);
+  return count * common::dtype_size(response.dtype);
 }
 
 const char* op_type_name(OpType type) {
@@ -98,16 +152,16 @@ std::string encode(const RequestList& list) {
 
 std::string encode(const ResponseList& list) {
   WireWriter out;
-  out.u32(static_cast<uint32_t>(list.responses.size()));
-  for (const Response& r : list.responses) {
-    out.i32(static_cast<int32_t>(r.kind));
-    out.i32(static_cast<int32_t>(r.op_type));
-    out.u32(static_cast<uint32_t>(r.names.size()));
-    for (const std::string& name : r.names) out.str(name);
-    out.i32(r.error_code);
-    out.str(r.error_message);
-    out.i64s(r.sizes);
-  }
+  write_responses(out, list);
+  return out.take();
+}
+
+std::string encode(const RoundMessage& msg) {
+  WireWriter out;
+  out.i64(static_cast<int64_t>(msg.round));
+  write_words(out, msg.hits);
+  write_words(out, msg.invalid);
+  write_responses(out, msg.responses);
   return out.take();
 }
 
@@ -116,6 +170,7 @@ std::string encode(const Terminate& msg) {
   out.i32(msg.code);
   out.i32(msg.rank);
   out.str(msg.reason);
+  out.i64(msg.completed_ops);
   return out.take();
 }
 
@@ -130,10 +185,18 @@ Status decode(const std::string& bytes, RequestList* out) {
 
 Status decode(const std::string& bytes, ResponseList* out) {
   WireReader in(bytes, "response list");
-  uint32_t n = 0;
-  HVDC_RETURN_IF_ERROR(in.count(&n, kMinResponseBytes));
-  out->responses.resize(n);
-  for (Response& r : out->responses) HVDC_RETURN_IF_ERROR(read_response(in, &r));
+  HVDC_RETURN_IF_ERROR(read_responses(in, out));
+  return in.finish();
+}
+
+Status decode(const std::string& bytes, RoundMessage* out) {
+  WireReader in(bytes, "round message");
+  int64_t round = 0;
+  HVDC_RETURN_IF_ERROR(in.i64(&round));
+  out->round = static_cast<uint64_t>(round);
+  HVDC_RETURN_IF_ERROR(read_words(in, &out->hits));
+  HVDC_RETURN_IF_ERROR(read_words(in, &out->invalid));
+  HVDC_RETURN_IF_ERROR(read_responses(in, &out->responses));
   return in.finish();
 }
 
@@ -142,6 +205,7 @@ Status decode(const std::string& bytes, Terminate* out) {
   HVDC_RETURN_IF_ERROR(in.i32(&out->code));
   HVDC_RETURN_IF_ERROR(in.i32(&out->rank));
   HVDC_RETURN_IF_ERROR(in.str(&out->reason, kMaxReasonLength));
+  HVDC_RETURN_IF_ERROR(in.i64(&out->completed_ops));
   return in.finish();
 }
 

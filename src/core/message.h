@@ -13,6 +13,7 @@ namespace hvdc::core {
 using common::Status;
 
 enum class OpType : int32_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kBarrier = 3 };
+constexpr int32_t kMaxOpType = 3;
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
 
 // Elements in a tensor of this shape from dimension `from` on (shapes were checked on submit).
@@ -46,23 +47,48 @@ struct Response {
   int32_t error_code = 0;
   std::string error_message;
   std::vector<int64_t> sizes;  // allgather: each rank's first dimension
+  // What every rank needs to run the op without its own request (fusion, the cache):
+  int32_t dtype = 0;
+  int32_t reduce_op = 0;
+  int32_t root = 0;
+  int32_t device_type = 1;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> counts;  // elements of each named tensor (allreduce)
 };
+
+// Bytes an allreduce response moves per rank (its fused size).
+size_t response_bytes(const Response& response);
 
 struct ResponseList {
   std::vector<Response> responses;
+};
+
+// One round of agreement among the ranks (see negotiation.cc): which cached tensors this rank has
+// ready, which cache entries it found stale, and (from the coordinator) newly negotiated responses.
+struct RoundMessage {
+  uint64_t round = 0;
+  std::vector<uint64_t> hits;     // bit i: cache slot i is ready here
+  std::vector<uint64_t> invalid;  // bit i: cache slot i no longer matches what was submitted
+  ResponseList responses;         // the coordinator's; empty from other ranks
 };
 
 struct Terminate {
   int32_t code = 0;  // HVD_ERR_ABORTED or HVD_ERR_SHUT_DOWN
   int32_t rank = -1;
   std::string reason;
+  // Shutdown: collectives the sender completed. Peers finish those too (their data is already
+  // on the way) before they give up on the sender.
+  int64_t completed_ops = 0;
 };
 
 std::string encode(const RequestList& list);
 std::string encode(const ResponseList& list);
+std::string encode(const RoundMessage& msg);
 std::string encode(const Terminate& msg);
 Status decode(const std::string& bytes, RequestList* out);
 Status decode(const std::string& bytes, ResponseList* out);
+Status decode(const std::string& bytes, RoundMessage* out);
 Status decode(const std::string& bytes, Terminate* out);
 
 }  // namespace hvdc::core

@@ -1,5 +1,6 @@
-// The negotiation half of the engine loop: ranks report newly submitted tensors to the
-// coordinator (rank 0), which answers with ordered response lists.
+// Negotiation of tensors the response cache cannot settle: ranks report them to the coordinator
+// (rank 0), which checks that every rank's metadata agrees once all have reported a name. Its
+// responses reach the ranks through the next round (rounds.cc).
 #include "common/log.h"
 #include "core/engine.h"
 
@@ -11,16 +12,41 @@ using transport::TagKind;
 bool Engine::report_local_requests() {
   std::vector<Request> fresh = queue_.pop_new();
   if (fresh.empty()) return false;
-  if (controller_) {
-    for (Request& r : fresh) controller_->add(topology_.rank, std::move(r));
-    return true;
+  std::vector<Request> uncached;
+  for (Request& r : fresh) {
+    uint32_t slot = 0;
+    switch (cache_.lookup(r, &slot)) {
+      case ResponseCache::Lookup::kHit:
+        pending_hits_[r.name] = slot;
+        round_wanted_ = true;
+        break;
+      case ResponseCache::Lookup::kInvalid:
+        set_bit(invalid_bits_, slot);
+        round_wanted_ = true;
+        uncached.push_back(std::move(r));
+        break;
+      case ResponseCache::Lookup::kMiss:
+        uncached.push_back(std::move(r));
+        break;
+    }
   }
+  send_uncached(std::move(uncached));
+  return true;
+}
+
+void Engine::send_uncached(std::vector<Request> requests) {
+  if (requests.empty()) return;
+  stats_.cache_misses += requests.size();
+  if (controller_) {
+    for (Request& r : requests) controller_->add(topology_.rank, std::move(r));
+    return;
+  }
+  ++stats_.coordinator_requests;
   RequestList list;
-  list.requests = std::move(fresh);
+  list.requests = std::move(requests);
   Status st =
       transport_->send_message(0, make_tag(TagKind::kRequestList, topology_.rank, 0), encode(list));
   if (!st.is_ok()) terminate(st.with_context("reporting ready tensors to rank 0"), true);
-  return true;
 }
 
 bool Engine::coordinate() {
@@ -43,41 +69,11 @@ bool Engine::coordinate() {
     }
     for (Request& r : list.requests) controller_->add(transport::tag_source(tag), std::move(r));
   }
-  ResponseList list;
-  list.responses = controller_->take_ready();
-  if (list.responses.empty()) return busy;
-  if (transport_) {
-    const std::string encoded = encode(list);
-    for (int p = 1; p < topology_.size; ++p) {
-      Status st = transport_->send_message(p, make_tag(TagKind::kResponseList, 0, 0), encoded);
-      if (!st.is_ok()) {
-        terminate(st.with_context("sending responses"), true);
-        return true;
-      }
-    }
-  }
-  for (Response& r : list.responses) responses_.push_back(std::move(r));
+  std::vector<Response> ready = controller_->take_ready();
+  if (ready.empty()) return busy;
+  for (Response& r : ready) coordinator_out_.push_back(std::move(r));
+  round_wanted_ = true;
   return true;
-}
-
-bool Engine::receive_responses() {
-  if (controller_ || !transport_) return false;
-  bool busy = false;
-  transport::Tag tag;
-  std::string bytes;
-  while (transport_->poll_message(make_tag(TagKind::kResponseList, 0, 0), transport::kTagKindMask,
-                                  &tag, &bytes)) {
-    busy = true;
-    ResponseList list;
-    Status st = decode(bytes, &list);
-    if (!st.is_ok()) {
-      // Executing a partial list would desynchronize the ranks: give up on all of them.
-      terminate(st.with_context("response list from rank 0"), true);
-      return true;
-    }
-    for (Response& r : list.responses) responses_.push_back(std::move(r));
-  }
-  return busy;
 }
 
 }  // namespace hvdc::core

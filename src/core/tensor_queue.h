@@ -32,6 +32,8 @@ class TensorQueue {
   Status push(TensorEntry entry);
   // Requests pushed since the last call, in push order.
   std::vector<Request> pop_new();
+  // A copy of the request of `name`; false if it is not in flight.
+  bool request_of(const std::string& name, Request* out) const;
   // Removes and returns the entry of `name`; false if it is not in flight.
   bool take(const std::string& name, TensorEntry* out);
   // Rejects later pushes with `status` and returns every entry still in flight.

@@ -27,7 +27,8 @@ void Engine::terminate(const Status& status, bool notify_peers) {
     HVDC_LOG_ERROR("%s", status.message().c_str());
   }
   if (notify_peers && transport_) {
-    Terminate notice{status.code(), topology_.rank, status.message()};
+    Terminate notice{status.code(), topology_.rank, status.message(),
+                     static_cast<int64_t>(op_seq_)};
     const std::string encoded = encode(notice);
     for (int p = 0; p < topology_.size; ++p) {
       if (p == topology_.rank) continue;
@@ -53,10 +54,17 @@ bool Engine::poll_terminate() {
     if (!st.is_ok()) {
       terminate(st.with_context(common::strfmt("notice from rank %d", from)), false);
     } else if (notice.code == HVD_ERR_SHUT_DOWN) {
-      terminate(make_error(HVD_ERR_SHUT_DOWN,
-                           "rank %d has shut down (%s); no collective can complete without it",
-                           from, notice.reason.c_str()),
-                false);
+      // A rank that shut down completed its collectives first; those still running here can
+      // finish with the data it already sent. Give up on it only after them.
+      if (!peer_shut_down_ || notice.completed_ops < peer_shutdown_ops_) {
+        peer_shutdown_ops_ = notice.completed_ops;
+      }
+      if (!peer_shut_down_) {
+        peer_shut_down_ = true;
+        peer_shutdown_status_ = make_error(
+            HVD_ERR_SHUT_DOWN, "rank %d has shut down (%s); no collective can complete without it",
+            from, notice.reason.c_str());
+      }
     } else {
       // The notice carries the originating rank's own message, which names it and the cause.
       terminate(Status(notice.code, notice.reason), false);
@@ -78,9 +86,21 @@ bool Engine::handle_abort_request() {
   return true;
 }
 
+// Ends the engine's work once it has run every collective a peer that shut down completed.
+bool Engine::finish_peer_shutdown() {
+  if (!peer_shut_down_ || !terminated_.is_ok()) return false;
+  if (static_cast<int64_t>(op_seq_) < peer_shutdown_ops_) return false;
+  terminate(peer_shutdown_status_, false);
+  return true;
+}
+
 Status Engine::interrupt_check() {
   poll_terminate();
   handle_abort_request();
+  // op_seq_ counts the running collective: it can finish if the peer finished it.
+  if (peer_shut_down_ && static_cast<int64_t>(op_seq_) > peer_shutdown_ops_) {
+    terminate(peer_shutdown_status_, false);
+  }
   return terminated_;
 }
 

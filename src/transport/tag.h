@@ -9,10 +9,10 @@ namespace hvdc::transport {
 using Tag = uint64_t;
 
 enum class TagKind : uint64_t {
-  kRequestList = 1,   // rank -> coordinator: tensors ready here
-  kResponseList = 2,  // coordinator -> ranks: what to execute, in order
-  kData = 3,          // collective payloads
-  kTerminate = 4,     // abort or shutdown notice to every peer
+  kRequestList = 1,  // rank -> coordinator: tensors ready here
+  kRound = 2,        // every rank -> every rank: one round of agreement on what to execute
+  kData = 3,         // collective payloads
+  kTerminate = 4,    // abort or shutdown notice to every peer
 };
 
 constexpr int kTagKindShift = 60;

@@ -81,7 +81,31 @@ static void test_broadcast_and_barrier(void) {
   EXPECT_ERR(hvd_barrier_async(NULL, NULL, NULL), HVD_ERR_INVALID_ARGUMENT, "handle");
 }
 
+static void test_stats(void) {
+  hvd_stats_t stats;
+  char text[1024];
+  size_t length = 0;
+
+  memset(&stats, 0, sizeof(stats));
+  EXPECT_ERR(hvd_stats_get(NULL), HVD_ERR_INVALID_ARGUMENT, "stats");
+  EXPECT_ERR(hvd_stats_get(&stats), HVD_ERR_INVALID_ARGUMENT, "struct_size");
+  stats.struct_size = sizeof(stats);
+  EXPECT_OK(hvd_stats_get(&stats));
+  /* The ops above ran as a single rank: every tensor completed, none through a peer. */
+  CHECK(stats.struct_size == sizeof(stats) && stats.collectives > 0 && stats.tensors > 0);
+  CHECK(stats.coordinator_requests == 0 && stats.rounds > 0);
+  CHECK(stats.cache_hits + stats.cache_misses >= stats.tensors);
+
+  EXPECT_OK(hvd_stats_format(NULL, 0, &length));
+  CHECK(length > 0 && length < sizeof(text));
+  EXPECT_ERR(hvd_stats_format(text, length, NULL), HVD_ERR_INVALID_ARGUMENT, "size");
+  EXPECT_ERR(hvd_stats_format(NULL, 10, NULL), HVD_ERR_INVALID_ARGUMENT, "buffer");
+  EXPECT_OK(hvd_stats_format(text, sizeof(text), &length));
+  CHECK(strlen(text) == length && strstr(text, "cache_hits") != NULL);
+}
+
 void test_gather_broadcast_barrier(void) {
   test_allgather();
   test_broadcast_and_barrier();
+  test_stats();
 }

@@ -1,4 +1,5 @@
-// The mpi suite's program. Modes: main (the collective matrix and error cases), abort, reinit.
+// The mpi suite's program. Modes: main (the collective matrix and error cases), engine (fusion,
+// the response cache, many named tensors, and the error cases again), abort, reinit.
 #include <cstdio>
 #include <cstring>
 
@@ -15,6 +16,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   Results results;
+  if (std::strcmp(mode, "engine") == 0) {
+    test_random_named_tensors(results);
+    test_fusion_stats(results);
+    test_cache_warm_steps(results);
+    test_cache_invalidation(results);
+    test_submission_orders(results);
+    test_allgather(results);
+    test_error_matrix(results);
+    const int rc = finish(results, "engine");
+    return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
+  }
   test_allreduce_matrix(results);
   test_allreduce_scaling(results);
   test_bit_identical(results);

@@ -16,6 +16,10 @@ void test_threads(Results& results);
 void test_callbacks_and_auto_names(Results& results);
 void test_error_matrix(Results& results);
 void test_fork(Results& results);
+void test_random_named_tensors(Results& results);
+void test_fusion_stats(Results& results);
+void test_cache_warm_steps(Results& results);
+void test_cache_invalidation(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
 int run_reinit_suite();

@@ -19,8 +19,10 @@ using hvdc::common::Status;
 // Every variable the registry reads. Each test starts with all of them unset and gets the
 // process environment back afterwards.
 const char* const kVariables[] = {
-    "HVDC_LOG_LEVEL",   "HOROVOD_LOG_LEVEL",          "HVDC_HOSTNAME",      "HVDC_BOOTSTRAP",
-    "HVDC_SPIN_MICROS", "HVDC_SMALL_ALLREDUCE_BYTES", "HVDC_SEGMENT_BYTES",
+    "HVDC_LOG_LEVEL",      "HOROVOD_LOG_LEVEL",      "HVDC_HOSTNAME",
+    "HVDC_BOOTSTRAP",      "HVDC_SPIN_MICROS",       "HVDC_SMALL_ALLREDUCE_BYTES",
+    "HVDC_SEGMENT_BYTES",  "HVDC_FUSION_THRESHOLD",  "HOROVOD_FUSION_THRESHOLD",
+    "HVDC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "HVDC_DETERMINISTIC",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -76,7 +78,10 @@ TEST_F(ConfigTest, Defaults) {
     ASSERT_EQ(s.entries().count(name), 1u) << name;
     EXPECT_EQ(s.entries().at(name).source, "default") << name;
   }
-  EXPECT_EQ(s.entries().size(), 6u);
+  EXPECT_EQ(s.get_int("HVDC_FUSION_THRESHOLD"), 64 << 20);
+  EXPECT_EQ(s.get_int("HVDC_CACHE_CAPACITY"), 1024);
+  EXPECT_EQ(s.get_int("HVDC_DETERMINISTIC"), 0);
+  EXPECT_EQ(s.entries().size(), 9u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }

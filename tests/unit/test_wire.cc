@@ -26,6 +26,7 @@ using hvdc::core::RequestList;
 using hvdc::core::Response;
 using hvdc::core::ResponseKind;
 using hvdc::core::ResponseList;
+using hvdc::core::RoundMessage;
 using hvdc::core::Terminate;
 
 // A hand-written little-endian encoder for expected bytes.
@@ -90,6 +91,11 @@ ResponseList sample_responses() {
   a.kind = ResponseKind::kExecute;
   a.op_type = OpType::kAllreduce;
   a.names = {"grad/a", "grad/b", std::string(hvdc::core::kMaxNameLength, 'z')};
+  a.dtype = HVD_BFLOAT16;
+  a.reduce_op = HVD_OP_MAX;
+  a.prescale = 0.5;
+  a.postscale = -3.25;
+  a.counts = {1, 0, 1 << 20};
   list.responses.push_back(a);
   Response b;
   b.kind = ResponseKind::kError;
@@ -115,6 +121,7 @@ Terminate sample_terminate() {
   t.code = HVD_ERR_ABORTED;
   t.rank = 5;
   t.reason = "hvd_abort was called on rank 5: " + std::string(1000, 'r');
+  t.completed_ops = (int64_t{1} << 33) + 5;
   return t;
 }
 
@@ -243,6 +250,9 @@ TEST(Message, ResponseListRoundTripAndLayout) {
     for (const std::string& n : r.names) expected.str(n);
     expected.i32(r.error_code).str(r.error_message).u32(static_cast<uint32_t>(r.sizes.size()));
     for (int64_t size : r.sizes) expected.i64(size);
+    expected.i32(r.dtype).i32(r.reduce_op).i32(r.root).i32(r.device_type);
+    expected.f64(r.prescale).f64(r.postscale).u32(static_cast<uint32_t>(r.counts.size()));
+    for (int64_t c : r.counts) expected.i64(c);
   }
   EXPECT_EQ(bytes, expected.s);
 
@@ -257,18 +267,25 @@ TEST(Message, ResponseListRoundTripAndLayout) {
     EXPECT_EQ(out.responses[i].error_code, list.responses[i].error_code);
     EXPECT_EQ(out.responses[i].error_message, list.responses[i].error_message);
     EXPECT_EQ(out.responses[i].sizes, list.responses[i].sizes);
+    EXPECT_EQ(out.responses[i].dtype, list.responses[i].dtype);
+    EXPECT_EQ(out.responses[i].reduce_op, list.responses[i].reduce_op);
+    EXPECT_EQ(out.responses[i].root, list.responses[i].root);
+    EXPECT_EQ(out.responses[i].prescale, list.responses[i].prescale);
+    EXPECT_EQ(out.responses[i].postscale, list.responses[i].postscale);
+    EXPECT_EQ(out.responses[i].counts, list.responses[i].counts);
   }
 }
 
 TEST(Message, TerminateRoundTripAndLayout) {
   const Terminate t = sample_terminate();
   const std::string bytes = encode(t);
-  EXPECT_EQ(bytes, Bytes().i32(t.code).i32(t.rank).str(t.reason).s);
+  EXPECT_EQ(bytes, Bytes().i32(t.code).i32(t.rank).str(t.reason).i64(t.completed_ops).s);
   Terminate out;
   ASSERT_TRUE(decode(bytes, &out).is_ok());
   EXPECT_EQ(out.code, t.code);
   EXPECT_EQ(out.rank, t.rank);
   EXPECT_EQ(out.reason, t.reason);
+  EXPECT_EQ(out.completed_ops, t.completed_ops);
 }
 
 // A scalar (no dims) with a short name is the smallest valid request: 48 bytes. The decoder's
@@ -385,7 +402,27 @@ TEST(Message, OutOfRangeEnumsAreRejected) {
   }
   Bytes valid;
   valid.u32(1).i32(1).i32(3).u32(0).i32(0).str("").u32(0);
+  valid.i32(0).i32(0).i32(0).i32(1).f64(1).f64(1).u32(0);
   EXPECT_TRUE(decode(valid.s, &responses).is_ok());
+}
+
+TEST(Message, RoundMessageRoundTripAndTruncation) {
+  RoundMessage msg;
+  msg.round = (uint64_t{1} << 40) + 7;
+  msg.hits = {0x8000000000000001ull, 0, 42};
+  msg.invalid = {0, 1 << 5, 0};
+  msg.responses = sample_responses();
+  const std::string bytes = encode(msg);
+  RoundMessage out;
+  Status st = decode(bytes, &out);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(out.round, msg.round);
+  EXPECT_EQ(out.hits, msg.hits);
+  EXPECT_EQ(out.invalid, msg.invalid);
+  ASSERT_EQ(out.responses.responses.size(), msg.responses.responses.size());
+  EXPECT_EQ(out.responses.responses[0].counts, msg.responses.responses[0].counts);
+  expect_every_truncation_fails<RoundMessage>(bytes);
+  EXPECT_FALSE(decode(bytes + "x", &out).is_ok());
 }
 
 // Random buffers and randomly corrupted valid messages: any result is fine as long as decoding

@@ -1,5 +1,6 @@
 #include "ops/cpu/comm.h"
 
+#include "common/dtype.h"
 #include "ops/cpu/reduce/reduce.h"
 
 namespace hvdc::ops::cpu {
@@ -13,6 +14,18 @@ transport::Tag Comm::tag(int from, int step) const {
 char* Comm::scratch_bytes(size_t bytes) {
   if (scratch->size() < bytes) scratch->resize(bytes);
   return scratch->data();
+}
+
+char* Comm::staging_bytes(size_t bytes) {
+  std::vector<char>* area = staging != nullptr ? staging : &own_staging_;
+  if (area->size() < bytes) area->resize(bytes);
+  return area->data();
+}
+
+void finish_reduction(const Pieces& buf, size_t offset, size_t len, const ReduceSpec& spec) {
+  if (spec.divisor <= 1 && spec.postscale == 1.0) return;
+  const size_t esize = common::dtype_size(spec.dtype);
+  buf.for_each(offset, len, [&](char* p, size_t n) { finish_reduction(p, n / esize, spec); });
 }
 
 void finish_reduction(void* buf, size_t count, const ReduceSpec& spec) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "ops/cpu/pieces.h"
 #include "transport/transport.h"
 
 namespace hvdc::ops::cpu {
@@ -21,14 +22,21 @@ struct Comm {
   uint64_t seq = 0;
   transport::Interrupt interrupt;
   std::vector<char>* scratch = nullptr;
+  std::vector<char>* staging = nullptr;  // packed segments; a per-op buffer when null
   size_t segment_bytes = 256 << 10;
   size_t small_bytes = 64 << 10;
+  // Reduce every element in member order, whatever the size, fusion and segment layout.
+  bool deterministic = false;
 
   int size() const { return static_cast<int>(members.size()); }
   // Tag of a message that member `from` sends in step `step` of this op.
   transport::Tag tag(int from, int step) const;
   // Scratch of at least `bytes`, grown on demand and kept for later ops.
   char* scratch_bytes(size_t bytes);
+  char* staging_bytes(size_t bytes);
+
+ private:
+  std::vector<char> own_staging_;
 };
 
 // How to combine and finish a reduction: op on dtype, then divide by `divisor` (average) and
@@ -42,5 +50,7 @@ struct ReduceSpec {
 
 // Applies divisor and postscale to count elements in place.
 void finish_reduction(void* buf, size_t count, const ReduceSpec& spec);
+// The same over [offset, offset + len) bytes of a view.
+void finish_reduction(const Pieces& buf, size_t offset, size_t len, const ReduceSpec& spec);
 
 }  // namespace hvdc::ops::cpu

@@ -4,17 +4,19 @@
 
 namespace hvdc::ops::cpu {
 
-Status allreduce(Comm& comm, void* buf, size_t count, const ReduceSpec& spec) {
-  if (comm.size() == 1 || count == 0) {
-    finish_reduction(buf, count, spec);
+Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
+  const size_t bytes = buf.bytes();
+  if (comm.size() == 1 || bytes == 0) {
+    finish_reduction(buf, 0, bytes, spec);
     return Status::ok();
   }
-  const size_t bytes = count * common::dtype_size(spec.dtype);
+  const size_t count = bytes / common::dtype_size(spec.dtype);
   // The ring needs at least one element per member to be worth its 2(n-1) steps.
   if (bytes <= comm.small_bytes || count < static_cast<size_t>(comm.size())) {
-    return allreduce_direct(comm, buf, count, spec);
+    return allreduce_direct(comm, buf, spec);
   }
-  return allreduce_ring(comm, buf, count, spec);
+  if (comm.deterministic) return allreduce_ordered(comm, buf, spec);
+  return allreduce_ring(comm, buf, spec);
 }
 
 }  // namespace hvdc::ops::cpu

@@ -1,18 +1,26 @@
-// Host allreduce, in place on buf. Every member ends with bit-identical results.
+// Host allreduce, in place over a view of one or more buffers (a fused list of tensors). Every
+// member ends with bit-identical results.
 #pragma once
 
 #include "ops/cpu/comm.h"
+#include "ops/cpu/pieces.h"
 
 namespace hvdc::ops::cpu {
 
-// Picks the algorithm by size: direct up to comm.small_bytes, the ring above.
-Status allreduce(Comm& comm, void* buf, size_t count, const ReduceSpec& spec);
+// Picks the algorithm by size: direct up to comm.small_bytes; above it the ring, or with
+// comm.deterministic the member-ordered reduce-scatter.
+Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
-// Pipelined ring: reduce-scatter then allgather, reducing in cache-sized segments.
-Status allreduce_ring(Comm& comm, void* buf, size_t count, const ReduceSpec& spec);
+// Pipelined ring: reduce-scatter then allgather, reducing in cache-sized segments. Which member
+// starts an element's sum depends on where the element falls among the chunks.
+Status allreduce_ring(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
+
+// Member-ordered: member m collects chunk m from everyone and reduces ((x0 op x1) op x2) ...,
+// segment by segment, then the chunks go round the ring. Results depend only on the member count.
+Status allreduce_ordered(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
 // Low latency for small messages: every member sends its data to every other, and each member
 // reduces all contributions in member order (so all results agree bit for bit).
-Status allreduce_direct(Comm& comm, void* buf, size_t count, const ReduceSpec& spec);
+Status allreduce_direct(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
 }  // namespace hvdc::ops::cpu

@@ -6,8 +6,9 @@
 #include "ops/cpu/reduce/reduce.h"
 
 namespace hvdc::ops::cpu {
+namespace {
 
-Status allreduce_direct(Comm& comm, void* buf, size_t count, const ReduceSpec& spec) {
+Status direct_contiguous(Comm& comm, char* buf, size_t count, const ReduceSpec& spec) {
   const int n = comm.size();
   const size_t bytes = count * common::dtype_size(spec.dtype);
   char* slots = comm.scratch_bytes(bytes * n);
@@ -26,6 +27,20 @@ Status allreduce_direct(Comm& comm, void* buf, size_t count, const ReduceSpec& s
   reduce(buf, slots, slots + bytes, count, spec.dtype, spec.op);
   for (int m = 2; m < n; ++m) reduce(buf, buf, slots + m * bytes, count, spec.dtype, spec.op);
   finish_reduction(buf, count, spec);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status allreduce_direct(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
+  const size_t bytes = buf.bytes();
+  const size_t count = bytes / common::dtype_size(spec.dtype);
+  if (buf.count() == 1) return direct_contiguous(comm, buf.piece(0).data, count, spec);
+  // Small by definition: packing the pieces costs less than a message per piece.
+  char* packed = comm.staging_bytes(bytes);
+  buf.gather(0, bytes, packed);
+  HVDC_RETURN_IF_ERROR(direct_contiguous(comm, packed, count, spec));
+  buf.scatter(0, bytes, packed);
   return Status::ok();
 }
 

@@ -1,0 +1,61 @@
+// The response cache: responses of tensors negotiated before, kept so that the next time every
+// rank submits the same tensor with the same metadata the ranks agree through one exchange of
+// bit vectors (one bit per slot) instead of a round trip through the coordinator.
+//
+// Every rank applies the same puts, touches and erases in the same order (they happen while a
+// round's responses are processed, and rounds are processed in the same order everywhere), so
+// slot numbers and LRU order agree on every rank without being sent.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/message.h"
+
+namespace hvdc::core {
+
+class ResponseCache {
+ public:
+  explicit ResponseCache(size_t capacity);
+
+  enum class Lookup { kMiss, kHit, kInvalid };
+  // kHit: `request` matches the cached entry of its name (slot set); kInvalid: the name is
+  // cached with other metadata (slot set); kMiss: not cached, or the cache is disabled.
+  Lookup lookup(const Request& request, uint32_t* slot) const;
+
+  // Whether a response may be cached: a successful allreduce or allgather.
+  static bool cacheable(const Response& response);
+  // Records a single-tensor response with this rank's request for it, replacing an entry of the
+  // same name; evicts the least recently used entry when full (false then, else true).
+  bool put(const Response& response, const Request& local);
+  void touch(uint32_t slot);  // most recently used
+  void erase(uint32_t slot);
+  const Response& response(uint32_t slot) const { return slots_[slot].response; }
+
+  size_t capacity() const { return slots_.size(); }
+  size_t words() const { return (slots_.size() + 63) / 64; }  // bit-vector length
+  size_t size() const { return by_name_.size(); }
+
+ private:
+  struct Slot {
+    bool used = false;
+    Response response;
+    Request request;
+    std::list<uint32_t>::iterator lru;
+  };
+
+  std::vector<Slot> slots_;
+  std::unordered_map<std::string, uint32_t> by_name_;
+  std::list<uint32_t> lru_;  // front: least recently used
+  std::set<uint32_t> free_;  // lowest first, so slot choice needs no communication
+};
+
+// Bit-vector helpers for round messages.
+void set_bit(std::vector<uint64_t>& words, uint32_t bit);
+bool test_bit(const std::vector<uint64_t>& words, uint32_t bit);
+
+}  // namespace hvdc::core

@@ -1,0 +1,71 @@
+#include "ops/cpu/allreduce/phases.h"
+
+namespace hvdc::ops::cpu {
+namespace {
+
+size_t round_down(size_t bytes, size_t esize) {
+  return std::max<size_t>(1, bytes / esize) * esize;
+}
+
+// Passes finished chunk `send` right and receives finished chunk `recv` from the left.
+Status allgather_step(Comm& comm, const Pieces& buf, const Chunks& ch, int send, int recv,
+                      int step) {
+  const int n = comm.size();
+  const int left = (comm.index + n - 1) % n;
+  const SegmentLimits limits = copy_limits(comm, ch.esize);
+  std::vector<Segment> in = split_segments(buf, ch.offset(recv), ch.bytes(recv), limits);
+  std::vector<Segment> out = split_segments(buf, ch.offset(send), ch.bytes(send), limits);
+  char* area = comm.staging_bytes(staged_bytes(in) + staged_bytes(out));
+  place_staged(out, place_staged(in, area));
+  std::vector<transport::Request> reqs(in.size());
+  for (size_t s = 0; s < in.size(); ++s) {
+    HVDC_RETURN_IF_ERROR(comm.transport->irecv(comm.members[left], comm.tag(left, step), in[s].addr,
+                                               in[s].bytes, &reqs[s]));
+  }
+  HVDC_RETURN_IF_ERROR(post_sends(comm, buf, out, comm.members[(comm.index + 1) % n],
+                                  comm.tag(comm.index, step), &reqs));
+  HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs.data(), reqs.size(), comm.interrupt));
+  for (const Segment& s : in) {
+    if (s.staged) buf.scatter(s.offset, s.bytes, s.addr);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Chunks make_chunks(const Pieces& buf, int members, size_t esize) {
+  const size_t count = buf.bytes() / esize;
+  return Chunks{count / members, count % members, esize};
+}
+
+SegmentLimits reduce_limits(const Comm& comm, size_t esize) {
+  const size_t seg = round_down(comm.segment_bytes, esize);
+  return SegmentLimits{seg, seg, round_down(seg / 16, esize)};
+}
+
+SegmentLimits copy_limits(const Comm& comm, size_t esize) {
+  const size_t seg = round_down(comm.segment_bytes, esize);
+  return SegmentLimits{round_down(size_t{1} << 30, esize), seg, round_down(seg / 16, esize)};
+}
+
+Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, int peer,
+                  transport::Tag tag, std::vector<transport::Request>* reqs) {
+  for (const Segment& s : segs) {
+    if (s.staged) buf.gather(s.offset, s.bytes, s.addr);
+    reqs->emplace_back();
+    HVDC_RETURN_IF_ERROR(comm.transport->isend(peer, tag, s.addr, s.bytes, &reqs->back()));
+  }
+  return Status::ok();
+}
+
+Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step) {
+  const int n = comm.size();
+  const int owned = (comm.index + shift) % n;
+  for (int s = 0; s < n - 1; ++s) {
+    HVDC_RETURN_IF_ERROR(allgather_step(comm, buf, ch, (owned - s + n) % n, (owned - s - 1 + n) % n,
+                                        first_step + s));
+  }
+  return Status::ok();
+}
+
+}  // namespace hvdc::ops::cpu

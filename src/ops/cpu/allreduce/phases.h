@@ -1,0 +1,37 @@
+// Pieces shared by the chunked allreduce algorithms (ring and member-ordered): how the view is
+// cut into one chunk per member, how segments are posted, and the allgather phase that passes
+// finished chunks round the ring.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/cpu/comm.h"
+#include "ops/cpu/segments.h"
+
+namespace hvdc::ops::cpu {
+
+// Chunk i holds count(i) elements at byte offset(i); the first `rem` chunks get one extra.
+struct Chunks {
+  size_t base, rem, esize;
+  size_t offset(int i) const { return (i * base + std::min<size_t>(i, rem)) * esize; }
+  size_t count(int i) const { return base + (static_cast<size_t>(i) < rem ? 1 : 0); }
+  size_t bytes(int i) const { return count(i) * esize; }
+};
+
+Chunks make_chunks(const Pieces& buf, int members, size_t esize);
+
+// Segments bounded by comm.segment_bytes (what a receive slot holds), for reduction phases.
+SegmentLimits reduce_limits(const Comm& comm, size_t esize);
+// In-place runs unbounded, packed blocks bounded: for phases that only copy.
+SegmentLimits copy_limits(const Comm& comm, size_t esize);
+
+// Packs the staged segments (their addr must be placed) and posts a send of each to `peer`.
+Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, int peer,
+                  transport::Tag tag, std::vector<transport::Request>* reqs);
+
+// After the reduction phase this member owns chunk (index + shift) % n, fully reduced and
+// finished; n - 1 steps from `first_step` on give every member every chunk.
+Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step);
+
+}  // namespace hvdc::ops::cpu

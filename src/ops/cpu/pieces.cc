@@ -1,0 +1,46 @@
+#include "ops/cpu/pieces.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hvdc::ops::cpu {
+
+Pieces::Pieces(std::vector<Piece> pieces) {
+  for (const Piece& p : pieces) {
+    if (p.bytes == 0) continue;
+    pieces_.push_back(p);
+    starts_.push_back(total_);
+    total_ += p.bytes;
+  }
+}
+
+Pieces::Pieces(void* data, size_t bytes)
+    : Pieces(std::vector<Piece>{{static_cast<char*>(data), bytes}}) {}
+
+size_t Pieces::find(size_t offset) const {
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
+  return it == starts_.begin() ? 0 : static_cast<size_t>(it - starts_.begin()) - 1;
+}
+
+char* Pieces::contiguous(size_t offset, size_t len) const {
+  if (pieces_.empty()) return nullptr;
+  const size_t i = find(offset);
+  const size_t skip = offset - starts_[i];
+  return skip + len <= pieces_[i].bytes ? pieces_[i].data + skip : nullptr;
+}
+
+void Pieces::gather(size_t offset, size_t len, char* dst) const {
+  for_each(offset, len, [&](char* p, size_t n) {
+    std::memcpy(dst, p, n);
+    dst += n;
+  });
+}
+
+void Pieces::scatter(size_t offset, size_t len, const char* src) const {
+  for_each(offset, len, [&](char* p, size_t n) {
+    std::memcpy(p, src, n);
+    src += n;
+  });
+}
+
+}  // namespace hvdc::ops::cpu

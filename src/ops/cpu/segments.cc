@@ -1,0 +1,60 @@
+#include "ops/cpu/segments.h"
+
+#include <algorithm>
+
+namespace hvdc::ops::cpu {
+namespace {
+
+// Bytes from `offset` to the end of its piece, at most `len`.
+size_t run_length(const Pieces& buf, size_t offset, size_t len) {
+  size_t run = 0;
+  buf.for_each(offset, len, [&](char*, size_t n) {
+    if (run == 0) run = n;
+  });
+  return run;
+}
+
+}  // namespace
+
+std::vector<Segment> split_segments(const Pieces& buf, size_t offset, size_t len,
+                                    const SegmentLimits& limits) {
+  std::vector<Segment> segs;
+  while (len > 0) {
+    size_t run = run_length(buf, offset, len);
+    Segment seg;
+    seg.offset = offset;
+    if (run >= limits.min_direct || run == len) {
+      seg.bytes = std::min(run, limits.max_direct);
+      seg.addr = buf.contiguous(offset, seg.bytes);
+    } else {
+      // Pack short runs until the block is full or a long run begins.
+      seg.staged = true;
+      while (len - seg.bytes > 0 && seg.bytes < limits.max_staged) {
+        run = run_length(buf, offset + seg.bytes, len - seg.bytes);
+        if (run >= limits.min_direct && seg.bytes > 0) break;
+        seg.bytes += std::min(run, limits.max_staged - seg.bytes);
+      }
+    }
+    segs.push_back(seg);
+    offset += seg.bytes;
+    len -= seg.bytes;
+  }
+  return segs;
+}
+
+size_t staged_bytes(const std::vector<Segment>& segs) {
+  size_t total = 0;
+  for (const Segment& s : segs) total += s.staged ? s.bytes : 0;
+  return total;
+}
+
+char* place_staged(std::vector<Segment>& segs, char* area) {
+  for (Segment& s : segs) {
+    if (!s.staged) continue;
+    s.addr = area;
+    area += s.bytes;
+  }
+  return area;
+}
+
+}  // namespace hvdc::ops::cpu

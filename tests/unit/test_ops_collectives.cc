@@ -1,0 +1,448 @@
+// Host collectives of src/ops/cpu (alltoall_pairwise, reducescatter_ring) on threads acting as
+// ranks: in-process bootstrap, real UCX between them, one Comm per rank.
+//
+// Expectations never come from the code under test: they come from a sequential reference over
+// the same deterministic per-rank data. Floating-point data are small integers, so every sum is
+// exact whatever order the ring reduces in, and results are compared bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/inprocess.h"
+#include "common/dtype.h"
+#include "hvdc.h"
+#include "ops/cpu/alltoall/alltoall.h"
+#include "ops/cpu/comm.h"
+#include "ops/cpu/reducescatter/reducescatter.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace {
+
+using hvdc::bootstrap::Bootstrap;
+using hvdc::common::make_error;
+using hvdc::common::Status;
+using hvdc::ops::cpu::alltoall_pairwise;
+using hvdc::ops::cpu::Comm;
+using hvdc::ops::cpu::reducescatter_ring;
+using hvdc::ops::cpu::ReduceSpec;
+using hvdc::transport::Transport;
+
+using Bytes = std::vector<uint8_t>;
+using Clock = std::chrono::steady_clock;
+
+// A hung collective fails its test after this long instead of hanging the suite.
+constexpr auto kDeadline = std::chrono::seconds(60);
+// Written past the end of every output: a collective must leave it alone.
+constexpr uint8_t kGuard = 0xEE;
+constexpr size_t kGuardBytes = 16;
+
+// ---------------------------------------------------------------------------------------------
+// Harness: n threads as n ranks.
+
+// What one rank runs once connected. Each op must use its own comm.seq (the harness starts at 1).
+using RankBody = std::function<Status(Comm& comm)>;
+
+Status connect(Bootstrap& boot, std::unique_ptr<Transport>* transport) {
+  hvdc::transport::UcxOptions options;
+  options.rank = boot.rank();
+  options.size = boot.size();
+  auto exchange = [&boot](const std::string& mine, std::vector<std::string>* all) {
+    return hvdc::bootstrap::allgather_strings(boot, mine, all);
+  };
+  return hvdc::transport::create_ucx_transport(options, exchange, transport);
+}
+
+// Connects, runs body, then closes the way Engine::shutdown does: every rank must be past its
+// last send (barrier) before endpoints close, and past the close before the transport goes.
+// A failing rank raises `failed`, which makes the others' waits fail instead of hang.
+Status run_rank(Bootstrap& boot, const RankBody& body, std::atomic<bool>& failed,
+                Clock::time_point deadline) {
+  std::unique_ptr<Transport> transport;
+  if (boot.size() > 1) HVDC_RETURN_IF_ERROR(connect(boot, &transport));
+  std::vector<char> scratch;
+  Comm comm;
+  comm.transport = transport.get();
+  comm.members.resize(boot.size());
+  std::iota(comm.members.begin(), comm.members.end(), 0);
+  comm.index = boot.rank();
+  comm.seq = 1;
+  comm.scratch = &scratch;
+  comm.interrupt = [&failed, deadline]() -> Status {
+    if (failed.load()) return make_error(HVD_ERR_ABORTED, "another rank failed");
+    if (Clock::now() > deadline) return make_error(HVD_ERR_TIMEOUT, "test deadline passed");
+    return Status::ok();
+  };
+  Status status = body(comm);
+  if (!status.is_ok()) failed.store(true);
+  Status closed = boot.barrier();
+  if (transport) {
+    if (closed.is_ok()) closed = transport->close();
+    Status again = boot.barrier();
+    if (closed.is_ok()) closed = again;
+  }
+  return status.is_ok() ? closed : status;
+}
+
+// Runs body on n threads acting as ranks 0..n-1 (no transport for n == 1); EXPECTs every rank ok.
+void run_ranks(int n, const RankBody& body) {
+  auto group = hvdc::bootstrap::InProcessGroup::create(n);
+  std::atomic<bool> failed{false};
+  const Clock::time_point deadline = Clock::now() + kDeadline;
+  std::vector<Status> status(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Bootstrap> boot = group->member(r);
+      status[r] = run_rank(*boot, body, failed, deadline);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(status[r].is_ok()) << "rank " << r << " of " << n << ": " << status[r].message();
+  }
+}
+
+// "" when equal, else where and how the two differ (whole-buffer dumps would be megabytes).
+std::string first_difference(const Bytes& got, const Bytes& want) {
+  if (got.size() != want.size()) {
+    return "size " + std::to_string(got.size()) + ", want " + std::to_string(want.size());
+  }
+  auto it = std::mismatch(got.begin(), got.end(), want.begin());
+  if (it.first == got.end()) return "";
+  return "byte " + std::to_string(it.first - got.begin()) + " is " + std::to_string(*it.first) +
+         ", want " + std::to_string(*it.second);
+}
+
+Bytes with_guard(size_t bytes) {
+  return Bytes(bytes + kGuardBytes, kGuard);
+}
+
+class Ranks : public ::testing::TestWithParam<int> {};
+
+std::string ranks_name(const ::testing::TestParamInfo<int>& info) {
+  return "n" + std::to_string(info.param);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alltoall
+
+// How many bytes rank `from` sends rank `to`.
+using SizeFn = std::function<size_t(int from, int to)>;
+
+struct AlltoallCase {
+  std::string name;
+  SizeFn bytes;
+};
+
+std::vector<AlltoallCase> alltoall_cases() {
+  return {
+      {"even", [](int, int) -> size_t { return 1000; }},
+      // Zero for some pairs (own block included), different sizes in each direction.
+      {"uneven_with_zeros",
+       [](int from, int to) -> size_t { return (from * 3 + to * 5 + 1) % 4 * 333; }},
+      {"all_zero", [](int, int) -> size_t { return 0; }},
+      {"only_rank0_sends", [](int from, int) -> size_t { return from == 0 ? 777 : 0; }},
+      {"only_to_last", [](int, int to) -> size_t { return to == 2 ? 4097 : 0; }},
+      {"large", [](int from, int to) -> size_t { return (3u << 20) + from * 4099 + to * 17; }},
+  };
+}
+
+// Byte i of the block rank `from` sends rank `to`: differs between blocks and along a block.
+uint8_t payload(int from, int to, size_t i) {
+  return static_cast<uint8_t>(from * 67 + to * 13 + i * 7 + i / 251);
+}
+
+Bytes alltoall_send(const AlltoallCase& c, int n, int me) {
+  Bytes buf;
+  for (int to = 0; to < n; ++to) {
+    for (size_t i = 0; i < c.bytes(me, to); ++i) buf.push_back(payload(me, to, i));
+  }
+  return buf;
+}
+
+Bytes alltoall_expected(const AlltoallCase& c, int n, int me) {
+  Bytes buf;
+  for (int from = 0; from < n; ++from) {
+    for (size_t i = 0; i < c.bytes(from, me); ++i) buf.push_back(payload(from, me, i));
+  }
+  buf.insert(buf.end(), kGuardBytes, kGuard);
+  return buf;
+}
+
+Status run_alltoall(Comm& comm, const AlltoallCase& c, Bytes* got) {
+  const int n = comm.size(), me = comm.index;
+  std::vector<size_t> send_bytes(n), recv_bytes(n);
+  for (int m = 0; m < n; ++m) {
+    send_bytes[m] = c.bytes(me, m);
+    recv_bytes[m] = c.bytes(m, me);
+  }
+  const Bytes send = alltoall_send(c, n, me);
+  *got = with_guard(std::accumulate(recv_bytes.begin(), recv_bytes.end(), size_t{0}));
+  Status status = alltoall_pairwise(comm, reinterpret_cast<const char*>(send.data()), send_bytes,
+                                    reinterpret_cast<char*>(got->data()), recv_bytes);
+  ++comm.seq;
+  return status.with_context("alltoall case " + c.name);
+}
+
+void check_alltoall(int n, const std::vector<AlltoallCase>& cases) {
+  std::vector<std::vector<Bytes>> got(cases.size(), std::vector<Bytes>(n));
+  run_ranks(n, [&](Comm& comm) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      HVDC_RETURN_IF_ERROR(run_alltoall(comm, cases[c], &got[c][comm.index]));
+    }
+    return Status::ok();
+  });
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ("", first_difference(got[c][r], alltoall_expected(cases[c], n, r)))
+          << cases[c].name << ", rank " << r << " of " << n;
+    }
+  }
+}
+
+using AlltoallPairwise = Ranks;
+
+TEST_P(AlltoallPairwise, MatchesReference) {
+  check_alltoall(GetParam(), alltoall_cases());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallPairwise, ::testing::Values(1, 2, 3, 4), ranks_name);
+
+// More ranks than the window of steps in flight, so that request slots are reused.
+TEST(AlltoallPairwiseWide, ElevenRanksReuseTheWindow) {
+  check_alltoall(11, {{"uneven_with_zeros", [](int from, int to) -> size_t {
+                         return (from * 3 + to * 5 + 1) % 4 * 101;
+                       }}});
+}
+
+TEST(AlltoallPairwiseArgs, RejectsBadBlockLists) {
+  Comm comm;
+  comm.members = {0, 1};
+  comm.index = 1;
+  char send[8] = {0}, recv[8] = {0};
+  Status st = alltoall_pairwise(comm, send, {1, 1, 1}, recv, {1, 1});
+  EXPECT_EQ(HVD_ERR_INVALID_ARGUMENT, st.code()) << st.message();
+  st = alltoall_pairwise(comm, send, {1, 2}, recv, {1, 3});
+  EXPECT_EQ(HVD_ERR_INVALID_ARGUMENT, st.code()) << st.message();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reducescatter
+
+struct ReduceCase {
+  std::string name;
+  int32_t dtype;
+  int32_t op;
+  std::vector<size_t> counts;  // one block per rank
+  size_t segment_bytes;
+  bool average_over_ranks = false;  // divisor = n
+  double postscale = 1.0;
+  bool in_place = false;  // out is this rank's block of buf
+};
+
+// Horovod's split of a first dimension of `rows` over n ranks, times the elements of one row.
+std::vector<size_t> split_rows(size_t rows, int n, size_t row_elems) {
+  std::vector<size_t> counts(n);
+  for (int r = 0; r < n; ++r) {
+    const size_t rows_here = rows / n + (static_cast<size_t>(r) < rows % n ? 1 : 0);
+    counts[r] = rows_here * row_elems;
+  }
+  return counts;
+}
+
+std::vector<size_t> each(int n, const std::function<size_t(int)>& count) {
+  std::vector<size_t> counts(n);
+  for (int r = 0; r < n; ++r) counts[r] = count(r);
+  return counts;
+}
+
+std::vector<ReduceCase> reduce_cases(int n) {
+  const auto same = [n](size_t count) { return std::vector<size_t>(n, count); };
+  return {
+      {"f32_sum_one_segment", HVD_FLOAT32, HVD_OP_SUM, same(1000), 4096},
+      {"f32_sum_many_segments", HVD_FLOAT32, HVD_OP_SUM, same(50000), 4096},
+      {"f32_sum_large", HVD_FLOAT32, HVD_OP_SUM, same(1 << 20), 256 << 10},
+      {"f32_average_rows_7x33", HVD_FLOAT32, HVD_OP_AVERAGE, split_rows(7, n, 33), 256, true},
+      {"f32_min_rows_7x129", HVD_FLOAT32, HVD_OP_MIN, split_rows(7, n, 129), 4096},
+      {"f32_max_rows_7x129", HVD_FLOAT32, HVD_OP_MAX, split_rows(7, n, 129), 4096},
+      {"f32_sum_postscale", HVD_FLOAT32, HVD_OP_SUM, same(3000), 4096, false, 0.5},
+      {"f32_sum_odd_segment_bytes", HVD_FLOAT32, HVD_OP_SUM, same(2001), 1001},
+      {"f32_sum_in_place", HVD_FLOAT32, HVD_OP_SUM, split_rows(11, n, 300), 4096, false, 1.0, true},
+      {"i32_sum_wraps", HVD_INT32, HVD_OP_SUM, same(3001), 1000},
+      {"i32_average", HVD_INT32, HVD_OP_AVERAGE, split_rows(5, n, 41), 4096, true},
+      {"i32_sum_one_element_segments", HVD_INT32, HVD_OP_SUM, same(9), 6},
+      {"f16_sum", HVD_FLOAT16, HVD_OP_SUM, each(n, [](int r) { return 5000 + 3 * r; }), 1000},
+      {"f16_average_postscale", HVD_FLOAT16, HVD_OP_AVERAGE, split_rows(7, n, 65), 4096, true, 0.5},
+      {"f32_sum_empty_odd_ranks", HVD_FLOAT32, HVD_OP_SUM,
+       each(n, [](int r) -> size_t { return r % 2 ? 0 : 100 + r; }), 128},
+      {"f32_sum_empty_even_ranks", HVD_FLOAT32, HVD_OP_SUM,
+       each(n, [](int r) -> size_t { return r % 2 ? 700 + r : 0; }), 128},
+      {"f32_sum_all_empty", HVD_FLOAT32, HVD_OP_SUM, same(0), 4096},
+  };
+}
+
+// Element i of rank `rank`'s input. Floats: small integers, so that sums, minima and maxima are
+// exact in any order. Integers: large, so that sums wrap.
+template <class T>
+T input_value(int rank, size_t i) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<uint32_t>(rank) * 2654435761u +
+                          static_cast<uint32_t>(i) * 40503u);
+  } else {
+    return static_cast<T>(static_cast<int>((rank * 7 + i * 3 + i / 97) % 11) - 5);
+  }
+}
+
+template <class T>
+T combine(T a, T b, int32_t op) {
+  switch (op) {
+    case HVD_OP_MIN:
+      return std::min(a, b);
+    case HVD_OP_MAX:
+      return std::max(a, b);
+    default:  // sum and average; integers wrap
+      if constexpr (std::is_integral_v<T>) {
+        return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+      } else {
+        return static_cast<T>(a + b);
+      }
+  }
+}
+
+// As documented in reduce.h: integers divide truncating; float16 divides in float and rounds
+// once; postscale values used here are exact, so the order of roundings does not matter.
+template <class T>
+T finish(T v, const ReduceSpec& spec) {
+  if constexpr (std::is_integral_v<T>) {
+    return spec.divisor > 1 ? static_cast<T>(v / spec.divisor) : v;
+  } else {
+    if (spec.divisor > 1)
+      v = static_cast<T>(static_cast<float>(v) / static_cast<float>(spec.divisor));
+    if (spec.postscale != 1.0) v = static_cast<T>(static_cast<double>(v) * spec.postscale);
+    return v;
+  }
+}
+
+template <class T>
+Bytes typed_input(int rank, size_t total) {
+  Bytes buf(total * sizeof(T));
+  for (size_t i = 0; i < total; ++i) {
+    const T v = input_value<T>(rank, i);
+    std::memcpy(buf.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  return buf;
+}
+
+// This rank's block of the reduction over ranks 0..n-1 in order, finished, plus the guard.
+template <class T>
+Bytes typed_expected(const ReduceCase& c, const ReduceSpec& spec, int n, int me) {
+  const size_t first = std::accumulate(c.counts.begin(), c.counts.begin() + me, size_t{0});
+  Bytes buf(c.counts[me] * sizeof(T));
+  for (size_t i = 0; i < c.counts[me]; ++i) {
+    T v = input_value<T>(0, first + i);
+    for (int r = 1; r < n; ++r) v = combine(v, input_value<T>(r, first + i), c.op);
+    v = finish(v, spec);
+    std::memcpy(buf.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  if (!c.in_place) buf.insert(buf.end(), kGuardBytes, kGuard);
+  return buf;
+}
+
+Bytes make_input(int32_t dtype, int rank, size_t total) {
+  switch (dtype) {
+    case HVD_FLOAT32:
+      return typed_input<float>(rank, total);
+    case HVD_FLOAT16:
+      return typed_input<_Float16>(rank, total);
+    default:
+      return typed_input<int32_t>(rank, total);
+  }
+}
+
+Bytes expected_block(const ReduceCase& c, const ReduceSpec& spec, int n, int me) {
+  switch (c.dtype) {
+    case HVD_FLOAT32:
+      return typed_expected<float>(c, spec, n, me);
+    case HVD_FLOAT16:
+      return typed_expected<_Float16>(c, spec, n, me);
+    default:
+      return typed_expected<int32_t>(c, spec, n, me);
+  }
+}
+
+ReduceSpec spec_of(const ReduceCase& c, int n) {
+  ReduceSpec spec;
+  spec.dtype = c.dtype;
+  spec.op = c.op;
+  spec.divisor = c.average_over_ranks ? n : 1;
+  spec.postscale = c.postscale;
+  return spec;
+}
+
+Status run_reducescatter(Comm& comm, const ReduceCase& c, Bytes* got) {
+  const int n = comm.size(), me = comm.index;
+  const size_t esize = hvdc::common::dtype_size(c.dtype);
+  const size_t total = std::accumulate(c.counts.begin(), c.counts.end(), size_t{0});
+  const size_t first = std::accumulate(c.counts.begin(), c.counts.begin() + me, size_t{0});
+  Bytes buf = make_input(c.dtype, me, total);
+  *got = with_guard(c.counts[me] * esize);
+  void* out = c.in_place ? buf.data() + first * esize : got->data();
+  comm.segment_bytes = c.segment_bytes;
+  Status status = reducescatter_ring(comm, buf.data(), c.counts, out, spec_of(c, n));
+  if (c.in_place) {
+    got->assign(buf.begin() + first * esize, buf.begin() + (first + c.counts[me]) * esize);
+  }
+  ++comm.seq;
+  return status.with_context("reducescatter case " + c.name);
+}
+
+using ReducescatterRing = Ranks;
+
+TEST_P(ReducescatterRing, MatchesReference) {
+  const int n = GetParam();
+  const std::vector<ReduceCase> cases = reduce_cases(n);
+  std::vector<std::vector<Bytes>> got(cases.size(), std::vector<Bytes>(n));
+  run_ranks(n, [&](Comm& comm) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      HVDC_RETURN_IF_ERROR(run_reducescatter(comm, cases[c], &got[c][comm.index]));
+    }
+    return Status::ok();
+  });
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ("",
+                first_difference(got[c][r], expected_block(cases[c], spec_of(cases[c], n), n, r)))
+          << cases[c].name << ", rank " << r << " of " << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ReducescatterRing, ::testing::Values(1, 2, 3, 4), ranks_name);
+
+TEST(ReducescatterRingArgs, RejectsBadCountsAndDtype) {
+  Comm comm;
+  comm.members = {0, 1};
+  float buf[4] = {0}, out[2] = {0};
+  ReduceSpec spec;
+  spec.dtype = HVD_FLOAT32;
+  spec.op = HVD_OP_SUM;
+  Status st = reducescatter_ring(comm, buf, {2, 1, 1}, out, spec);
+  EXPECT_EQ(HVD_ERR_INVALID_ARGUMENT, st.code()) << st.message();
+  spec.dtype = 12345;
+  st = reducescatter_ring(comm, buf, {2, 2}, out, spec);
+  EXPECT_EQ(HVD_ERR_INVALID_ARGUMENT, st.code()) << st.message();
+}
+
+}  // namespace
