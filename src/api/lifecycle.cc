@@ -24,6 +24,8 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.fusion_threshold = static_cast<size_t>(settings.get_int("HVDC_FUSION_THRESHOLD"));
   config.cache_capacity = static_cast<size_t>(settings.get_int("HVDC_CACHE_CAPACITY"));
   config.deterministic = settings.get_int("HVDC_DETERMINISTIC") != 0;
+  config.stall_check_seconds = static_cast<int>(settings.get_int("HVDC_STALL_CHECK_TIME"));
+  config.stall_shutdown_seconds = static_cast<int>(settings.get_int("HVDC_STALL_SHUTDOWN_TIME"));
   return config;
 }
 

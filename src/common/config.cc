@@ -104,13 +104,21 @@ const std::vector<Knob>& knob_registry() {
       {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
        "Size of the pieces the ring allreduce pipelines and reduces in cache."},
       {"HVDC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", HVD_CFG_FUSION_THRESHOLD, true,
-       "67108864", parse_non_negative,
+       "2097152", parse_non_negative,
        "Ready allreduces of like dtype, op and scale run as one collective up to this many "
        "bytes; 0 disables fusion."},
       {"HVDC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", HVD_CFG_CACHE_CAPACITY, true, "1024",
        parse_cache_capacity,
        "Response-cache entries (tensors agreed on without the coordinator once negotiated); "
        "0 disables the cache."},
+      {"HVDC_STALL_CHECK_TIME", "HOROVOD_STALL_CHECK_TIME_SECONDS", -1, true, "60",
+       parse_non_negative,
+       "Seconds after which rank 0 logs tensors that only some ranks submitted, with the missing "
+       "ranks; 0 disables the stall inspector."},
+      {"HVDC_STALL_SHUTDOWN_TIME", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", -1, true, "300",
+       parse_non_negative,
+       "Seconds after which such tensors fail on every rank with HVD_ERR_TIMEOUT instead of "
+       "hanging; 0 waits forever."},
       {"HVDC_DETERMINISTIC", nullptr, HVD_CFG_DETERMINISTIC, true, "0", parse_bool,
        "1: every allreduce result depends only on the inputs and the rank count, never on "
        "fusion, timing or segment boundaries (reduces in rank order)."},

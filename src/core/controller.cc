@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/dtype.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "hvdc.h"
 
@@ -114,7 +115,45 @@ void Controller::add(int rank, Request request) {
   std::string name = request.name;
   entry.requests[rank] = std::move(request);
   entry.present[rank] = true;
+  if (stalls_.enabled()) stalls_.submitted(name, rank, StallInspector::Clock::now());
   if (++entry.count == size_) ready_.push_back(std::move(name));
+}
+
+std::vector<Response> Controller::check_stalls(StallInspector::Clock::time_point now) {
+  std::vector<Response> failed;
+  if (!stalls_.enabled()) return failed;
+  StallInspector::Report report = stalls_.check(now);
+  if (!report.warning.empty()) {
+    if (report.expired.empty()) {
+      HVDC_LOG_WARNING("%s", report.warning.c_str());
+    } else {
+      HVDC_LOG_ERROR("%s", report.warning.c_str());
+    }
+  }
+  for (const std::string& name : report.expired) {
+    auto it = table_.find(name);
+    if (it == table_.end()) continue;
+    Response response;
+    response.kind = ResponseKind::kError;
+    response.op_type = it->second.requests[first_present(it->second)].op_type;
+    response.names.push_back(name);
+    response.error_code = HVD_ERR_TIMEOUT;
+    response.error_message = strfmt(
+        "tensor '%s' was submitted by only %d of %d ranks and waited past the stall shutdown "
+        "time (HVDC_STALL_SHUTDOWN_TIME); rank 0's log lists the missing ranks",
+        name.c_str(), it->second.count, size_);
+    table_.erase(it);
+    stalls_.completed(name);
+    failed.push_back(std::move(response));
+  }
+  return failed;
+}
+
+int Controller::first_present(const Entry& entry) {
+  for (size_t r = 0; r < entry.present.size(); ++r) {
+    if (entry.present[r]) return static_cast<int>(r);
+  }
+  return 0;
 }
 
 Response Controller::construct(const std::string& name, const Entry& entry) const {
@@ -150,6 +189,7 @@ std::vector<Response> Controller::take_ready() {
     auto it = table_.find(name);
     out.push_back(construct(name, it->second));
     table_.erase(it);
+    if (stalls_.enabled()) stalls_.completed(name);
   }
   ready_.clear();
   return out;

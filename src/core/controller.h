@@ -9,17 +9,23 @@
 #include <vector>
 
 #include "core/message.h"
+#include "core/stall_inspector.h"
 
 namespace hvdc::core {
 
 class Controller {
  public:
-  explicit Controller(int size) : size_(size) {}
+  // Stall times in seconds: see StallInspector (check 0 disables the inspector).
+  explicit Controller(int size, double stall_check_seconds = 0, double stall_shutdown_seconds = 0)
+      : size_(size), stalls_(size, stall_check_seconds, stall_shutdown_seconds) {}
 
   // Records that `rank` has `request` ready.
   void add(int rank, Request request);
   // The responses of every tensor that became ready since the last call, in that order.
   std::vector<Response> take_ready();
+  // Logs tensors that some ranks submitted and others did not for longer than the check time;
+  // returns HVD_ERR_TIMEOUT responses for those past the shutdown time (no longer tracked).
+  std::vector<Response> check_stalls(StallInspector::Clock::time_point now);
 
  private:
   struct Entry {
@@ -29,10 +35,12 @@ class Controller {
   };
 
   Response construct(const std::string& name, const Entry& entry) const;
+  static int first_present(const Entry& entry);
 
   int size_;
   std::unordered_map<std::string, Entry> table_;
   std::vector<std::string> ready_;
+  StallInspector stalls_;
 };
 
 // The first metadata disagreement among per-rank requests for one tensor, in Horovod's order

@@ -55,7 +55,10 @@ Status Engine::connect() {
   std::vector<std::string> hosts;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
   topology_ = compute_topology(rank, hosts);
-  if (rank == 0) controller_ = std::make_unique<Controller>(size);
+  if (rank == 0) {
+    controller_ = std::make_unique<Controller>(size, config_.stall_check_seconds,
+                                               config_.stall_shutdown_seconds);
+  }
   if (size == 1) return Status::ok();  // a single rank needs no transport
   transport::UcxOptions options;
   options.rank = rank;
@@ -129,6 +132,7 @@ bool Engine::step() {
   if (!terminated_.is_ok()) return busy;
   busy |= report_local_requests();
   busy |= coordinate();
+  busy |= expose_stalled_hits();
   busy |= progress_rounds();
   busy |= execute_responses();
   return busy;

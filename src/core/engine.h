@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -26,9 +27,11 @@ struct EngineConfig {
   int spin_micros = 50;
   size_t small_allreduce_bytes = 64 << 10;
   size_t segment_bytes = 256 << 10;
-  size_t fusion_threshold = 64 << 20;
+  size_t fusion_threshold = 2 << 20;
   size_t cache_capacity = 1024;
   bool deterministic = false;
+  int stall_check_seconds = 60;      // 0 disables the stall inspector
+  int stall_shutdown_seconds = 300;  // 0: stalled ops never fail
 };
 
 // Counters since init; read from any thread.
@@ -87,6 +90,7 @@ class Engine {
   std::vector<Response> take_cache_hits(const std::vector<uint64_t>& hits);
   void cache_responses(const std::vector<Response>& responses);
   void revalidate_pending_hits();
+  bool expose_stalled_hits();
   // termination.cc
   bool poll_terminate();
   bool handle_abort_request();
@@ -120,9 +124,14 @@ class Engine {
   bool in_round_ = false;      // this rank's message for round_ + 1 is out
   bool round_wanted_ = false;  // something new to announce
   std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
-  std::map<std::string, uint32_t> pending_hits_;  // ready here, cached: name -> slot
-  std::vector<uint64_t> invalid_bits_;            // stale slots not yet announced
-  std::vector<Response> coordinator_out_;         // rank 0: negotiated, not yet announced
+  struct PendingHit {
+    uint32_t slot;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::map<std::string, PendingHit> pending_hits_;  // ready here, cached
+  std::chrono::steady_clock::time_point next_stall_check_;
+  std::vector<uint64_t> invalid_bits_;     // stale slots not yet announced
+  std::vector<Response> coordinator_out_;  // rank 0: negotiated, not yet announced
   bool warned_eviction_ = false;
   std::thread thread_;
   std::atomic<bool> stop_{false};

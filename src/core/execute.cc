@@ -44,7 +44,9 @@ bool Engine::execute_responses() {
                     : execute(response, entries);
     count_executed(response);
     for (TensorEntry& entry : entries) entry.state->complete(st);
-    if (is_fatal(st.code())) terminate(st, true);
+    // A negotiated error (mismatch, stall timeout) concerns its tensor only; a failed data
+    // transfer leaves the ranks out of step.
+    if (response.kind != ResponseKind::kError && is_fatal(st.code())) terminate(st, true);
   }
   return true;
 }

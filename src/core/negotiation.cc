@@ -17,7 +17,7 @@ bool Engine::report_local_requests() {
     uint32_t slot = 0;
     switch (cache_.lookup(r, &slot)) {
       case ResponseCache::Lookup::kHit:
-        pending_hits_[r.name] = slot;
+        pending_hits_[r.name] = PendingHit{slot, std::chrono::steady_clock::now()};
         round_wanted_ = true;
         break;
       case ResponseCache::Lookup::kInvalid:
@@ -70,6 +70,9 @@ bool Engine::coordinate() {
     for (Request& r : list.requests) controller_->add(transport::tag_source(tag), std::move(r));
   }
   std::vector<Response> ready = controller_->take_ready();
+  for (Response& r : controller_->check_stalls(std::chrono::steady_clock::now())) {
+    ready.push_back(std::move(r));
+  }
   if (ready.empty()) return busy;
   for (Response& r : ready) coordinator_out_.push_back(std::move(r));
   round_wanted_ = true;

@@ -59,7 +59,7 @@ void Engine::send_round_message() {
   auto mine = std::make_unique<RoundMessage>();
   mine->round = round_ + 1;
   mine->hits.assign(cache_.words(), 0);
-  for (const auto& [name, slot] : pending_hits_) set_bit(mine->hits, slot);
+  for (const auto& [name, hit] : pending_hits_) set_bit(mine->hits, hit.slot);
   mine->invalid = invalid_bits_;
   invalid_bits_.assign(cache_.words(), 0);
   mine->responses.responses = std::move(coordinator_out_);
@@ -156,8 +156,8 @@ void Engine::revalidate_pending_hits() {
     uint32_t slot = 0;
     const ResponseCache::Lookup found = cache_.lookup(request, &slot);
     if (found == ResponseCache::Lookup::kHit) {
-      if (it->second != slot) round_wanted_ = true;  // announce the new slot
-      it->second = slot;
+      if (it->second.slot != slot) round_wanted_ = true;  // announce the new slot
+      it->second.slot = slot;
       ++it;
       continue;
     }
@@ -167,6 +167,28 @@ void Engine::revalidate_pending_hits() {
   }
   if (!demoted.empty()) round_wanted_ = true;
   send_uncached(std::move(demoted));
+}
+
+}  // namespace hvdc::core
+
+namespace hvdc::core {
+
+// A cached tensor that waits longer than the stall check time is missing on some rank; only the
+// coordinator can say which. Marking its slot stale makes every rank send it there.
+bool Engine::expose_stalled_hits() {
+  if (config_.stall_check_seconds <= 0 || pending_hits_.empty()) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_stall_check_) return false;
+  next_stall_check_ = now + std::chrono::milliseconds(100);
+  const auto limit = std::chrono::seconds(config_.stall_check_seconds);
+  bool any = false;
+  for (const auto& [name, hit] : pending_hits_) {
+    if (now - hit.since < limit) continue;
+    set_bit(invalid_bits_, hit.slot);
+    any = true;
+  }
+  round_wanted_ |= any;
+  return any;
 }
 
 }  // namespace hvdc::core

@@ -1,5 +1,5 @@
 // The mpi suite's program. Modes: main (the collective matrix and error cases), engine (fusion,
-// the response cache, many named tensors, and the error cases again), abort, reinit.
+// the response cache, many named tensors, and the error cases again), abort, reinit, stall.
 #include <cstdio>
 #include <cstring>
 
@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "main";
   if (std::strcmp(mode, "abort") == 0) return run_abort_suite();
   if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
+  if (std::strcmp(mode, "stall") == 0) return run_stall_suite();
   if (hvd_init() != HVD_SUCCESS) {
     std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
     return 1;

@@ -78,10 +78,12 @@ TEST_F(ConfigTest, Defaults) {
     ASSERT_EQ(s.entries().count(name), 1u) << name;
     EXPECT_EQ(s.entries().at(name).source, "default") << name;
   }
-  EXPECT_EQ(s.get_int("HVDC_FUSION_THRESHOLD"), 64 << 20);
+  EXPECT_EQ(s.get_int("HVDC_FUSION_THRESHOLD"), 2 << 20);
   EXPECT_EQ(s.get_int("HVDC_CACHE_CAPACITY"), 1024);
   EXPECT_EQ(s.get_int("HVDC_DETERMINISTIC"), 0);
-  EXPECT_EQ(s.entries().size(), 9u);
+  EXPECT_EQ(s.get_int("HVDC_STALL_CHECK_TIME"), 60);
+  EXPECT_EQ(s.get_int("HVDC_STALL_SHUTDOWN_TIME"), 300);
+  EXPECT_EQ(s.entries().size(), 11u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }
