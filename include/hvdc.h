@@ -243,6 +243,15 @@ HVDC_API hvd_status_t hvd_abort(const char* reason);
  * one, its message also becomes this thread's hvd_last_error_message. */
 HVDC_API hvd_status_t hvd_get_async_error(hvd_status_t* status);
 
+/* ---- Timeline ---------------------------------------------------------------------------- */
+/* Rank 0 records a Chrome trace-event JSON file (chrome://tracing, Perfetto) of every tensor:
+ * NEGOTIATE_<OP> spans with a tick per rank, then <OP> spans with QUEUE, the transport phase and
+ * fusion-buffer copies. HVDC_TIMELINE=path starts one at init. hvd_timeline_start switches to
+ * (or starts) path; hvd_timeline_stop finishes the file. On other ranks both succeed and do
+ * nothing. The file is complete once stopped or after hvd_shutdown. */
+HVDC_API hvd_status_t hvd_timeline_start(const char* path);
+HVDC_API hvd_status_t hvd_timeline_stop(void);
+
 /* ---- Statistics -------------------------------------------------------------------------- */
 /* Counters of this rank's engine since hvd_init. Set struct_size = sizeof(hvd_stats_t) before
  * calling; fields beyond the caller's struct_size are not written. */

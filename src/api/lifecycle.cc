@@ -26,6 +26,8 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.deterministic = settings.get_int("HVDC_DETERMINISTIC") != 0;
   config.stall_check_seconds = static_cast<int>(settings.get_int("HVDC_STALL_CHECK_TIME"));
   config.stall_shutdown_seconds = static_cast<int>(settings.get_int("HVDC_STALL_SHUTDOWN_TIME"));
+  config.timeline_path = settings.get_str("HVDC_TIMELINE");
+  config.timeline_mark_cycles = settings.get_int("HVDC_TIMELINE_MARK_CYCLES") != 0;
   return config;
 }
 

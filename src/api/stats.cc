@@ -1,4 +1,5 @@
-// hvd_stats_get and hvd_stats_format: the engine's counters, for tests, benchmarks and tuning.
+// What the engine did: hvd_stats_get and hvd_stats_format (counters, for tests, benchmarks and
+// tuning), and the timeline's run-time control.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -51,6 +52,25 @@ std::string format(const hvd_stats_t& s) {
 }  // namespace
 
 extern "C" {
+
+hvd_status_t hvd_timeline_start(const char* path) {
+  return guarded([&] {
+    if (path == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "path is NULL");
+    if (*path == '\0') return Status(HVD_ERR_INVALID_ARGUMENT, "path is empty");
+    hvdc::core::Engine* engine = nullptr;
+    HVDC_RETURN_IF_ERROR(current_engine(&engine));
+    return engine->timeline_start(path);
+  });
+}
+
+hvd_status_t hvd_timeline_stop(void) {
+  return guarded([&] {
+    hvdc::core::Engine* engine = nullptr;
+    HVDC_RETURN_IF_ERROR(current_engine(&engine));
+    engine->timeline_stop();
+    return Status::ok();
+  });
+}
 
 hvd_status_t hvd_stats_get(hvd_stats_t* stats) {
   return guarded([&] {

@@ -119,6 +119,11 @@ const std::vector<Knob>& knob_registry() {
        parse_non_negative,
        "Seconds after which such tensors fail on every rank with HVD_ERR_TIMEOUT instead of "
        "hanging; 0 waits forever."},
+      {"HVDC_TIMELINE", "HOROVOD_TIMELINE", -1, false, "", parse_any_string,
+       "Rank 0 writes a Chrome trace-event timeline of every tensor to this file (export it to "
+       "every rank); empty: none until hvd_timeline_start."},
+      {"HVDC_TIMELINE_MARK_CYCLES", "HOROVOD_TIMELINE_MARK_CYCLES", -1, true, "0", parse_bool,
+       "1: the timeline marks each round of agreement with a CYCLE_START instant event."},
       {"HVDC_DETERMINISTIC", nullptr, HVD_CFG_DETERMINISTIC, true, "0", parse_bool,
        "1: every allreduce result depends only on the inputs and the rank count, never on "
        "fusion, timing or segment boundaries (reduces in rank order)."},

@@ -113,6 +113,10 @@ void Controller::add(int rank, Request request) {
   }
   if (entry.present[rank]) return;  // a rank reports each in-flight name once
   std::string name = request.name;
+  if (timeline_ != nullptr && timeline_->active()) {
+    if (entry.count == 0) timeline_->negotiate_start(name, op_type_name(request.op_type));
+    timeline_->negotiate_rank_ready(name, rank);
+  }
   entry.requests[rank] = std::move(request);
   entry.present[rank] = true;
   if (stalls_.enabled()) stalls_.submitted(name, rank, StallInspector::Clock::now());
@@ -144,6 +148,7 @@ std::vector<Response> Controller::check_stalls(StallInspector::Clock::time_point
         name.c_str(), it->second.count, size_);
     table_.erase(it);
     stalls_.completed(name);
+    if (timeline_ != nullptr && timeline_->active()) timeline_->negotiate_end(name);
     failed.push_back(std::move(response));
   }
   return failed;
@@ -189,6 +194,7 @@ std::vector<Response> Controller::take_ready() {
     auto it = table_.find(name);
     out.push_back(construct(name, it->second));
     table_.erase(it);
+    if (timeline_ != nullptr && timeline_->active()) timeline_->negotiate_end(name);
     if (stalls_.enabled()) stalls_.completed(name);
   }
   ready_.clear();

@@ -10,6 +10,7 @@
 
 #include "core/message.h"
 #include "core/stall_inspector.h"
+#include "core/timeline.h"
 
 namespace hvdc::core {
 
@@ -19,6 +20,8 @@ class Controller {
   explicit Controller(int size, double stall_check_seconds = 0, double stall_shutdown_seconds = 0)
       : size_(size), stalls_(size, stall_check_seconds, stall_shutdown_seconds) {}
 
+  // Records negotiation spans there while it is active (rank 0 only; may be null).
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   // Records that `rank` has `request` ready.
   void add(int rank, Request request);
   // The responses of every tensor that became ready since the last call, in that order.
@@ -41,6 +44,7 @@ class Controller {
   std::unordered_map<std::string, Entry> table_;
   std::vector<std::string> ready_;
   StallInspector stalls_;
+  Timeline* timeline_ = nullptr;
 };
 
 // The first metadata disagreement among per-rank requests for one tensor, in Horovod's order

@@ -58,7 +58,10 @@ Status Engine::connect() {
   if (rank == 0) {
     controller_ = std::make_unique<Controller>(size, config_.stall_check_seconds,
                                                config_.stall_shutdown_seconds);
+    timeline_ = std::make_unique<Timeline>();
+    controller_->set_timeline(timeline_.get());
   }
+  HVDC_RETURN_IF_ERROR(start_timeline_everywhere());
   if (size == 1) return Status::ok();  // a single rank needs no transport
   transport::UcxOptions options;
   options.rank = rank;
@@ -70,6 +73,21 @@ Status Engine::connect() {
   HVDC_RETURN_IF_ERROR(transport::create_ucx_transport(options, exchange, &transport_)
                            .with_context(common::strfmt("connecting rank %d of %d", rank, size)));
   return bootstrap_->barrier();
+}
+
+// Rank 0 opens HVDC_TIMELINE; if it cannot, init fails on every rank (not only there, where the
+// others would wait for it forever).
+Status Engine::start_timeline_everywhere() {
+  if (config_.timeline_path.empty()) return Status::ok();
+  std::string failure;
+  if (timeline_) {
+    Status st = timeline_->start(config_.timeline_path, config_.timeline_mark_cycles);
+    if (!st.is_ok()) failure = st.message();
+  }
+  std::vector<std::string> all;
+  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, failure, &all));
+  if (all[0].empty()) return Status::ok();
+  return make_error(HVD_ERR_SYSTEM, "HVDC_TIMELINE: rank 0 %s", all[0].c_str());
 }
 
 Engine::~Engine() {
@@ -158,6 +176,7 @@ Status Engine::shutdown() {
   stop_.store(true, std::memory_order_release);
   queue_.wake();
   if (thread_.joinable()) thread_.join();
+  timeline_stop();  // the file is complete JSON once hvd_shutdown returns
   // Every rank must be past its last send before endpoints close.
   Status status = bootstrap_->barrier();
   if (transport_) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "core/controller.h"
 #include "core/response_cache.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 #include "core/topology.h"
 #include "ops/cpu/comm.h"
 #include "transport/transport.h"
@@ -32,6 +34,8 @@ struct EngineConfig {
   bool deterministic = false;
   int stall_check_seconds = 60;      // 0 disables the stall inspector
   int stall_shutdown_seconds = 300;  // 0: stalled ops never fail
+  std::string timeline_path;         // rank 0 records a timeline there from the start
+  bool timeline_mark_cycles = false;
 };
 
 // Counters since init; read from any thread.
@@ -65,6 +69,9 @@ class Engine {
   Status enqueue(TensorEntry entry);
   // "<op>.noname.<N>", N counting this engine's unnamed calls of that op.
   std::string auto_name(OpType type);
+  // Starts (or switches) and stops the timeline; on ranks other than 0 they do nothing.
+  Status timeline_start(const std::string& path);
+  void timeline_stop();
   // Fails every pending op here and on every peer with HVD_ERR_ABORTED.
   void abort(const std::string& reason);
   // The first asynchronous error (ok if none).
@@ -75,6 +82,7 @@ class Engine {
  private:
   Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config);
   Status connect();
+  Status start_timeline_everywhere();
   void run();
   bool step();
   void idle_wait();
@@ -97,6 +105,14 @@ class Engine {
   bool finish_peer_shutdown();
   void terminate(const Status& status, bool notify_peers);
   Status interrupt_check();
+  // engine_timeline.cc
+  bool tracing() const;
+  void trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                const std::vector<uint64_t>& hits);
+  void trace_queued(const std::vector<Response>& responses);
+  void trace_execute(const Response& response, bool begin);
+  void trace_done(const Response& response, const std::vector<TensorEntry>& entries);
+  std::function<void(const char*, bool)> trace_phase(const Response& response);
   // execute.cc
   bool execute_responses();
   void count_executed(const Response& response);
@@ -133,6 +149,8 @@ class Engine {
   std::vector<uint64_t> invalid_bits_;     // stale slots not yet announced
   std::vector<Response> coordinator_out_;  // rank 0: negotiated, not yet announced
   bool warned_eviction_ = false;
+  std::unique_ptr<Timeline> timeline_;                 // rank 0 only
+  std::map<uint32_t, std::vector<bool>> traced_hits_;  // cached tensors in negotiation
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abort_requested_{false};

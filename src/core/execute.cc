@@ -39,9 +39,12 @@ bool Engine::execute_responses() {
         HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
       }
     }
+    trace_execute(response, true);
     Status st = response.kind == ResponseKind::kError
                     ? Status(response.error_code, response.error_message)
                     : execute(response, entries);
+    trace_execute(response, false);
+    trace_done(response, entries);
     count_executed(response);
     for (TensorEntry& entry : entries) entry.state->complete(st);
     // A negotiated error (mismatch, stall timeout) concerns its tensor only; a failed data
@@ -123,6 +126,7 @@ Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>&
   spec.op = response.reduce_op;
   spec.divisor = response.reduce_op == HVD_OP_AVERAGE ? topology_.size : 1;
   spec.postscale = response.postscale;
+  comm.trace = trace_phase(response);
   Status st = ops::cpu::allreduce(comm, ops::cpu::Pieces(std::move(pieces)), spec);
   if (st.is_ok()) return st;
   if (entries.size() == 1) {

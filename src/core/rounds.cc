@@ -93,6 +93,7 @@ void Engine::complete_round() {
       invalid[w] |= w < m->invalid.size() ? m->invalid[w] : 0;
     }
   }
+  trace_cached_negotiation(messages, hits);
   std::vector<Response> list = std::move(messages[0]->responses.responses);
   std::vector<Response> cached = take_cache_hits(hits);
   for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
@@ -104,6 +105,7 @@ void Engine::complete_round() {
   in_round_ = false;
   ++stats_.rounds;
   revalidate_pending_hits();
+  trace_queued(list);
   for (Response& r : fuse_responses(std::move(list), config_.fusion_threshold)) {
     responses_.push_back(std::move(r));
   }

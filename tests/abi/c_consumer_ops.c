@@ -1,5 +1,6 @@
 /* The ABI consumer's checks of allgather, broadcast, barrier and hvd_handle_output, as a single
  * rank (hvd_init must have succeeded). C99 like the rest of the consumer. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,8 +105,28 @@ static void test_stats(void) {
   CHECK(strlen(text) == length && strstr(text, "cache_hits") != NULL);
 }
 
+static void test_timeline(void) {
+  const char* path = "abi_consumer_timeline.json";
+  FILE* f = NULL;
+  char head[2] = {0, 0};
+  EXPECT_ERR(hvd_timeline_start(NULL), HVD_ERR_INVALID_ARGUMENT, "path");
+  EXPECT_ERR(hvd_timeline_start(""), HVD_ERR_INVALID_ARGUMENT, "path");
+  EXPECT_ERR(hvd_timeline_start("/nonexistent-dir/t.json"), HVD_ERR_SYSTEM, "nonexistent-dir");
+  EXPECT_OK(hvd_timeline_start(path));
+  EXPECT_OK(hvd_timeline_stop());
+  EXPECT_OK(hvd_timeline_stop()); /* stopping twice is harmless */
+  f = fopen(path, "r");
+  CHECK(f != NULL);
+  if (f != NULL) {
+    CHECK(fread(head, 1, 1, f) == 1 && head[0] == '[');
+    fclose(f);
+  }
+  remove(path);
+}
+
 void test_gather_broadcast_barrier(void) {
   test_allgather();
   test_broadcast_and_barrier();
   test_stats();
+  test_timeline();
 }

@@ -1,5 +1,6 @@
 // The mpi suite's program. Modes: main (the collective matrix and error cases), engine (fusion,
-// the response cache, many named tensors, and the error cases again), abort, reinit, stall.
+// the response cache, many named tensors, and the error cases again), abort, reinit, stall,
+// timeline.
 #include <cstdio>
 #include <cstring>
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "abort") == 0) return run_abort_suite();
   if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
   if (std::strcmp(mode, "stall") == 0) return run_stall_suite();
+  if (std::strcmp(mode, "timeline") == 0) return run_timeline_suite();
   if (hvd_init() != HVD_SUCCESS) {
     std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
     return 1;

@@ -23,6 +23,8 @@ void test_cache_invalidation(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
 int run_reinit_suite();
-int run_stall_suite();  // needs HVDC_STALL_CHECK_TIME=1 HVDC_STALL_SHUTDOWN_TIME=3
+int run_stall_suite();
+int run_timeline_suite();  // run by check_timeline.py  // needs HVDC_STALL_CHECK_TIME=1
+                           // HVDC_STALL_SHUTDOWN_TIME=3
 
 }  // namespace hvdc_test

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/status.h"
@@ -27,6 +28,9 @@ struct Comm {
   size_t small_bytes = 64 << 10;
   // Reduce every element in member order, whatever the size, fusion and segment layout.
   bool deterministic = false;
+  // Marks the start (true) and end (false) of a phase such as "MEMCPY_IN_FUSION_BUFFER" for
+  // the timeline; may be empty.
+  std::function<void(const char* phase, bool begin)> trace;
 
   int size() const { return static_cast<int>(members.size()); }
   // Tag of a message that member `from` sends in step `step` of this op.

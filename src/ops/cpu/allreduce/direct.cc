@@ -38,9 +38,13 @@ Status allreduce_direct(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
   if (buf.count() == 1) return direct_contiguous(comm, buf.piece(0).data, count, spec);
   // Small by definition: packing the pieces costs less than a message per piece.
   char* packed = comm.staging_bytes(bytes);
+  if (comm.trace) comm.trace("MEMCPY_IN_FUSION_BUFFER", true);
   buf.gather(0, bytes, packed);
+  if (comm.trace) comm.trace("MEMCPY_IN_FUSION_BUFFER", false);
   HVDC_RETURN_IF_ERROR(direct_contiguous(comm, packed, count, spec));
+  if (comm.trace) comm.trace("MEMCPY_OUT_FUSION_BUFFER", true);
   buf.scatter(0, bytes, packed);
+  if (comm.trace) comm.trace("MEMCPY_OUT_FUSION_BUFFER", false);
   return Status::ok();
 }
 

@@ -1,0 +1,105 @@
+// What the engine records in the timeline (rank 0 only): negotiation spans of cached tensors
+// (the coordinator's controller records those of negotiated ones), and per executed tensor an
+// op span holding QUEUE, the transport phase and any fusion-buffer copies.
+#include "common/dtype.h"
+#include "core/engine.h"
+
+namespace hvdc::core {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Status Engine::timeline_start(const std::string& path) {
+  if (!timeline_) return Status::ok();  // only rank 0 writes
+  return timeline_->start(path, config_.timeline_mark_cycles);
+}
+
+void Engine::timeline_stop() {
+  if (timeline_) timeline_->stop();
+}
+
+bool Engine::tracing() const {
+  return timeline_ && timeline_->active();
+}
+
+// A cached tensor's negotiation starts when the first rank reports it in a round and ends in the
+// round where every rank has; each rank's tick marks the round it reported in.
+void Engine::trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                      const std::vector<uint64_t>& hits) {
+  if (!tracing()) return;
+  for (size_t rank = 0; rank < messages.size(); ++rank) {
+    const std::vector<uint64_t>& bits = messages[rank]->hits;
+    for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+      if (!test_bit(bits, slot)) continue;
+      const Response& cached = cache_.response(slot);
+      auto [it, fresh] = traced_hits_.try_emplace(slot, messages.size(), false);
+      if (fresh) timeline_->negotiate_start(cached.names[0], op_type_name(cached.op_type));
+      if (!it->second[rank]) timeline_->negotiate_rank_ready(cached.names[0], rank);
+      it->second[rank] = true;
+    }
+  }
+  for (auto it = traced_hits_.begin(); it != traced_hits_.end();) {
+    if (!test_bit(hits, it->first)) {
+      ++it;
+      continue;
+    }
+    timeline_->negotiate_end(cache_.response(it->first).names[0]);
+    it = traced_hits_.erase(it);
+  }
+}
+
+void Engine::trace_queued(const std::vector<Response>& responses) {
+  if (!tracing()) return;
+  if (config_.timeline_mark_cycles) timeline_->mark_cycle();
+  for (const Response& r : responses) {
+    if (r.kind != ResponseKind::kExecute) continue;
+    for (const std::string& name : r.names) {
+      timeline_->op_start(name, op_type_name(r.op_type));
+      timeline_->activity_start(name, "QUEUE");
+    }
+  }
+}
+
+void Engine::trace_execute(const Response& response, bool begin) {
+  if (!tracing() || response.kind != ResponseKind::kExecute) return;
+  static const char* const kPhase[] = {"UCX_ALLREDUCE", "UCX_ALLGATHER", "UCX_BROADCAST",
+                                       "UCX_BARRIER"};
+  for (const std::string& name : response.names) {
+    if (begin) {
+      timeline_->activity_end(name);  // QUEUE
+      timeline_->activity_start(name, kPhase[static_cast<int>(response.op_type)]);
+    } else {
+      timeline_->activity_end(name);
+    }
+  }
+}
+
+void Engine::trace_done(const Response& response, const std::vector<TensorEntry>& entries) {
+  if (!tracing() || response.kind != ResponseKind::kExecute) return;
+  for (const TensorEntry& e : entries) {
+    timeline_->op_end(e.request.name, common::dtype_name(e.request.dtype),
+                      shape_text(e.request.shape));
+  }
+}
+
+std::function<void(const char*, bool)> Engine::trace_phase(const Response& response) {
+  if (!tracing()) return nullptr;
+  return [this, &response](const char* phase, bool begin) {
+    for (const std::string& name : response.names) {
+      if (begin) {
+        timeline_->activity_start(name, phase);
+      } else {
+        timeline_->activity_end(name);
+      }
+    }
+  };
+}
+
+}  // namespace hvdc::core
