@@ -216,12 +216,41 @@ HVDC_API hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* outpu
                                           int32_t root_rank, const char* name,
                                           const hvd_op_args_t* args, hvd_handle_t* handle);
 
+/* Reduces a list of tensors like hvd_allreduce_async each (same reduce_op and args for all,
+ * names[i] or automatic names when names is NULL), enqueued all at once or not at all, behind
+ * one handle that completes when every member has; its status is the first failure in list
+ * order. The members share a device type. */
+HVDC_API hvd_status_t hvd_grouped_allreduce_async(const hvd_tensor_t* inputs, void* const* outputs,
+                                                  size_t count, int32_t reduce_op,
+                                                  const char* const* names,
+                                                  const hvd_op_args_t* args, hvd_handle_t* handle);
+
+/* Sends splits[i] rows of input (first dimension) to rank i, in rank order, and receives every
+ * rank's rows for this rank, concatenated in rank order. splits == NULL splits the first
+ * dimension evenly (it must divide by the number of ranks); else size entries adding up to
+ * input->shape[0]. Other dimensions must match on every rank. The output comes from args->alloc
+ * or the library (hvd_handle_output); hvd_handle_received_splits gives the rows per source. */
+HVDC_API hvd_status_t hvd_alltoall_async(const hvd_tensor_t* input, const int32_t* splits,
+                                         const char* name, const hvd_op_args_t* args,
+                                         hvd_handle_t* handle);
+/* After a successful alltoall: rows received from each rank (count = number of ranks). */
+HVDC_API hvd_status_t hvd_handle_received_splits(hvd_handle_t handle, int32_t* splits,
+                                                 int32_t count);
+
+/* Reduces input (same shape everywhere) with HVD_OP_SUM or HVD_OP_AVERAGE and leaves this rank's
+ * rows of the result in output: the first dimension is split so that the first
+ * shape[0] % size ranks get one row more (ranks in order). Scale factors apply as in allreduce. */
+HVDC_API hvd_status_t hvd_reducescatter_async(const hvd_tensor_t* input, void* output,
+                                              int32_t reduce_op, const char* name,
+                                              const hvd_op_args_t* args, hvd_handle_t* handle);
+
 /* Completes on each rank once every rank has called it. */
 HVDC_API hvd_status_t hvd_barrier_async(const char* name, const hvd_op_args_t* args,
                                         hvd_handle_t* handle);
 
-/* The output of a finished allgather: data, dtype, ndim, shape and device. Library-allocated data
- * and the shape array belong to the handle and stay valid until hvd_handle_free. */
+/* The output of a finished allgather or alltoall: data, dtype, ndim, shape and device.
+ * Library-allocated data and the shape array belong to the handle and stay valid until
+ * hvd_handle_free. */
 HVDC_API hvd_status_t hvd_handle_output(hvd_handle_t handle, hvd_tensor_t* output);
 
 /* Sets *done (1 once the op ended) without blocking; returns HVD_SUCCESS while the op runs and

@@ -16,7 +16,7 @@ using hvdc::core::Request;
 namespace {
 
 Status submit(Engine* engine, Request request, const void* input, void* output,
-              const hvd_op_args_t& args, hvd_handle_t* handle) {
+              const hvd_op_args_t& args, hvd_handle_t* handle, std::vector<int64_t> splits = {}) {
   auto op = std::make_shared<hvdc::core::OpState>(args.on_done, args.on_done_user_data);
   op->set_allocator(args.alloc, args.alloc_user_data);
   const hvd_handle_t h = state().handles.insert(op);
@@ -26,6 +26,7 @@ Status submit(Engine* engine, Request request, const void* input, void* output,
   entry.input = input;
   entry.output = output;
   entry.state = op;
+  entry.splits = std::move(splits);
   Status st = engine->enqueue(std::move(entry));
   if (!st.is_ok()) {
     state().handles.erase(h);
@@ -69,9 +70,41 @@ Status begin(OpType type, hvd_handle_t* handle, const hvd_op_args_t* args,
 }
 
 // Names the request and hands it to the engine.
-Status finish(Call& call, const char* name, const void* input, void* output, hvd_handle_t* handle) {
+Status finish(Call& call, const char* name, const void* input, void* output, hvd_handle_t* handle,
+              std::vector<int64_t> splits = {}) {
   HVDC_RETURN_IF_ERROR(set_name(call.engine, name, call.request.op_type, &call.request));
-  return submit(call.engine, std::move(call.request), input, output, call.args, handle);
+  return submit(call.engine, std::move(call.request), input, output, call.args, handle,
+                std::move(splits));
+}
+
+// Alltoall's rows per destination: given, they must be non-negative and add up to the first
+// dimension; absent, the first dimension must divide evenly.
+Status read_splits(const int32_t* splits, int size, const Request& r, std::vector<int64_t>* out) {
+  const int64_t rows = r.shape[0];
+  if (splits == nullptr) {
+    if (rows % size != 0) {
+      return hvdc::common::make_error(
+          HVD_ERR_INVALID_ARGUMENT,
+          "input->shape[0] = %lld does not divide evenly over %d ranks; pass splits",
+          static_cast<long long>(rows), size);
+    }
+    return Status::ok();
+  }
+  int64_t total = 0;
+  for (int i = 0; i < size; ++i) {
+    if (splits[i] < 0) {
+      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT, "splits[%d] is negative (%d)", i,
+                                      splits[i]);
+    }
+    total += splits[i];
+    out->push_back(splits[i]);
+  }
+  if (total != rows) {
+    return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                    "splits add up to %lld rows but input->shape[0] is %lld",
+                                    static_cast<long long>(total), static_cast<long long>(rows));
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -134,6 +167,47 @@ hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* output, int32_
                                       root_rank, size);
     }
     call.request.root = root_rank;
+    return finish(call, name, input->data, output, handle);
+  });
+}
+
+hvd_status_t hvd_alltoall_async(const hvd_tensor_t* input, const int32_t* splits, const char* name,
+                                const hvd_op_args_t* args, hvd_handle_t* handle) {
+  return guarded([&] {
+    Call call;
+    HVDC_RETURN_IF_ERROR(begin(OpType::kAlltoall, handle, args, input, nullptr, false, &call));
+    if (call.request.shape.empty()) {
+      return Status(HVD_ERR_INVALID_ARGUMENT,
+                    "input->ndim is 0: alltoall splits the first dimension, so the tensor needs "
+                    "at least one");
+    }
+    std::vector<int64_t> rows;
+    HVDC_RETURN_IF_ERROR(read_splits(splits, call.engine->topology().size, call.request, &rows));
+    return finish(call, name, input->data, nullptr, handle, std::move(rows));
+  });
+}
+
+hvd_status_t hvd_reducescatter_async(const hvd_tensor_t* input, void* output, int32_t reduce_op,
+                                     const char* name, const hvd_op_args_t* args,
+                                     hvd_handle_t* handle) {
+  return guarded([&] {
+    Call call;
+    HVDC_RETURN_IF_ERROR(begin(OpType::kReducescatter, handle, args, input, output, true, &call));
+    if (call.request.shape.empty()) {
+      return Status(HVD_ERR_INVALID_ARGUMENT,
+                    "input->ndim is 0: reducescatter splits the first dimension, so the tensor "
+                    "needs at least one");
+    }
+    if (reduce_op != HVD_OP_SUM && reduce_op != HVD_OP_AVERAGE) {
+      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                      "reduce_op %d: reducescatter supports HVD_OP_SUM and "
+                                      "HVD_OP_AVERAGE",
+                                      reduce_op);
+    }
+    HVDC_RETURN_IF_ERROR(hvdc::api::check_reduce_op(reduce_op, call.request.dtype));
+    call.request.reduce_op = reduce_op;
+    call.request.prescale = call.args.prescale_factor;
+    call.request.postscale = call.args.postscale_factor;
     return finish(call, name, input->data, output, handle);
   });
 }

@@ -76,9 +76,32 @@ hvd_status_t hvd_handle_output(hvd_handle_t handle, hvd_tensor_t* output) {
     HVDC_RETURN_IF_ERROR(op->result());
     if (!op->output(output)) {
       return Status(HVD_ERR_INVALID_USAGE,
-                    "this op has no library-described output (only "
-                    "allgather has one)");
+                    "this op has no library-described output (only allgather and alltoall "
+                    "have one)");
     }
+    return Status::ok();
+  });
+}
+
+hvd_status_t hvd_handle_received_splits(hvd_handle_t handle, int32_t* splits, int32_t count) {
+  return guarded([&] {
+    if (splits == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "splits is NULL");
+    std::shared_ptr<OpState> op;
+    HVDC_RETURN_IF_ERROR(find(handle, &op));
+    if (!op->done()) {
+      return Status(HVD_ERR_INVALID_USAGE, "the op has not finished; wait for it first");
+    }
+    HVDC_RETURN_IF_ERROR(op->result());
+    const std::vector<int64_t>& rows = op->received_splits();
+    if (rows.empty()) {
+      return Status(HVD_ERR_INVALID_USAGE, "this op has no received splits (only alltoall has)");
+    }
+    if (count != static_cast<int32_t>(rows.size())) {
+      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                      "count is %d; the op's process set has %zu ranks", count,
+                                      rows.size());
+    }
+    for (size_t i = 0; i < rows.size(); ++i) splits[i] = static_cast<int32_t>(rows[i]);
     return Status::ok();
   });
 }

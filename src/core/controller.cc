@@ -55,14 +55,14 @@ struct Check {
 bool always(OpType) {
   return true;
 }
-bool is_allreduce(OpType t) {
-  return t == OpType::kAllreduce;
+bool reduces(OpType t) {
+  return t == OpType::kAllreduce || t == OpType::kReducescatter;
 }
 bool full_shape(OpType t) {
-  return t == OpType::kAllreduce || t == OpType::kBroadcast;
+  return t == OpType::kAllreduce || t == OpType::kBroadcast || t == OpType::kReducescatter;
 }
-bool is_allgather(OpType t) {
-  return t == OpType::kAllgather;
+bool trailing_shape(OpType t) {
+  return t == OpType::kAllgather || t == OpType::kAlltoall;
 }
 bool is_broadcast(OpType t) {
   return t == OpType::kBroadcast;
@@ -78,11 +78,11 @@ const std::vector<Check>& checks() {
       {"data type", always, [](const Request& r) { return common::dtype_name(r.dtype); }},
       {"operation", always, [](const Request& r) { return op_type_name(r.op_type); }},
       {"shape", full_shape, [](const Request& r) { return shape_string(r.shape); }},
-      {"prescale/postscale factors", is_allreduce,
+      {"prescale/postscale factors", reduces,
        [](const Request& r) { return strfmt("%.17g/%.17g", r.prescale, r.postscale); }},
-      {"reduction operation", is_allreduce,
+      {"reduction operation", reduces,
        [](const Request& r) { return common::reduce_op_name(r.reduce_op); }},
-      {"shape", is_allgather, trailing_dims},
+      {"shape", trailing_shape, trailing_dims},
       {"root rank", is_broadcast, [](const Request& r) { return std::to_string(r.root); }},
       {"CPU/GPU device selection", always,
        [](const Request& r) { return r.device_type == HVD_DEVICE_CPU ? "CPU" : "GPU"; }},

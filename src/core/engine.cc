@@ -98,6 +98,10 @@ Status Engine::enqueue(TensorEntry entry) {
   return queue_.push(std::move(entry));
 }
 
+Status Engine::enqueue_group(std::vector<TensorEntry> entries) {
+  return queue_.push_group(std::move(entries));
+}
+
 std::string Engine::auto_name(OpType type) {
   uint64_t n = auto_name_counters_[static_cast<int>(type)].fetch_add(1);
   std::string op = op_type_name(type);

@@ -67,6 +67,8 @@ class Engine {
 
   // Any thread. Fails at once on a duplicate in-flight name or after termination.
   Status enqueue(TensorEntry entry);
+  // All or none (a grouped submission).
+  Status enqueue_group(std::vector<TensorEntry> entries);
   // "<op>.noname.<N>", N counting this engine's unnamed calls of that op.
   std::string auto_name(OpType type);
   // Starts (or switches) and stops the timeline; on ranks other than 0 they do nothing.
@@ -119,8 +121,13 @@ class Engine {
   Status execute(const Response& response, std::vector<TensorEntry>& entries);
   ops::cpu::Comm make_comm();
   Status run_allreduce(const Response& response, std::vector<TensorEntry>& entries);
+  // Output of `rows` rows shaped like the input's other dimensions (allgather, alltoall).
+  Status allocate_rows(TensorEntry& entry, int64_t rows, char** out);
   Status run_allgather(const Response& response, TensorEntry& entry);
   Status run_broadcast(TensorEntry& entry);
+  // execute_exchange.cc
+  Status run_alltoall(TensorEntry& entry);
+  Status run_reducescatter(const Response& response, TensorEntry& entry);
 
   EngineConfig config_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
@@ -132,6 +139,7 @@ class Engine {
   uint64_t op_seq_ = 0;
   std::vector<char> scratch_;
   std::vector<char> staging_;
+  std::vector<char> reduce_work_;  // reducescatter's accumulation copy
   EngineStats stats_;
 
   // Rounds of agreement (engine thread only; rounds.cc).
@@ -154,7 +162,7 @@ class Engine {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abort_requested_{false};
-  std::atomic<uint64_t> auto_name_counters_[4] = {};
+  std::atomic<uint64_t> auto_name_counters_[kMaxOpType + 1] = {};
   Status terminated_;            // engine thread only: non-ok once aborted or shut down
   bool peer_shut_down_ = false;  // a peer's shutdown notice arrived (engine thread only)
   int64_t peer_shutdown_ops_ = 0;

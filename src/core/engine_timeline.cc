@@ -70,7 +70,7 @@ void Engine::trace_queued(const std::vector<Response>& responses) {
 void Engine::trace_execute(const Response& response, bool begin) {
   if (!tracing() || response.kind != ResponseKind::kExecute) return;
   static const char* const kPhase[] = {"UCX_ALLREDUCE", "UCX_ALLGATHER", "UCX_BROADCAST",
-                                       "UCX_BARRIER"};
+                                       "UCX_BARRIER",   "UCX_ALLTOALL",  "UCX_REDUCESCATTER"};
   for (const std::string& name : response.names) {
     if (begin) {
       timeline_->activity_end(name);  // QUEUE

@@ -87,6 +87,10 @@ Status Engine::execute(const Response& response, std::vector<TensorEntry>& entri
       return run_broadcast(entries[0]);
     case OpType::kBarrier:
       return Status::ok();  // ready only once every rank submitted it
+    case OpType::kAlltoall:
+      return run_alltoall(entries[0]);
+    case OpType::kReducescatter:
+      return run_reducescatter(response, entries[0]);
   }
   return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
 }
@@ -136,6 +140,21 @@ Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>&
                                         response.names[0].c_str(), entries.size() - 1));
 }
 
+Status Engine::allocate_rows(TensorEntry& entry, int64_t rows, char** out) {
+  const Request& r = entry.request;
+  std::vector<int64_t> shape = r.shape;
+  shape[0] = rows;
+  const size_t total = element_count(shape) * common::dtype_size(r.dtype);
+  *out = static_cast<char*>(entry.state->allocate_output(
+      r.dtype, shape, hvd_device_t{r.device_type, r.device_id}, total));
+  if (*out == nullptr && total > 0) {
+    return make_error(HVD_ERR_OUT_OF_MEMORY,
+                      "the output allocator returned NULL for %zu bytes of %s '%s'", total,
+                      op_type_name(r.op_type), r.name.c_str());
+  }
+  return Status::ok();
+}
+
 Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
   const Request& r = entry.request;
   const size_t esize = common::dtype_size(r.dtype);
@@ -146,16 +165,8 @@ Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
     block_bytes.push_back(static_cast<size_t>(n) * row_bytes);
     rows += n;
   }
-  std::vector<int64_t> shape = r.shape;
-  shape[0] = rows;
-  const size_t total = static_cast<size_t>(rows) * row_bytes;
-  char* out = static_cast<char*>(entry.state->allocate_output(
-      r.dtype, shape, hvd_device_t{r.device_type, r.device_id}, total));
-  if (out == nullptr && total > 0) {
-    return make_error(HVD_ERR_OUT_OF_MEMORY,
-                      "the output allocator returned NULL for %zu bytes of allgather '%s'", total,
-                      r.name.c_str());
-  }
+  char* out = nullptr;
+  HVDC_RETURN_IF_ERROR(allocate_rows(entry, rows, &out));
   size_t offset = 0;
   for (int m = 0; m < topology_.rank; ++m) offset += block_bytes[m];
   if (block_bytes[topology_.rank] > 0) {

@@ -128,6 +128,10 @@ const char* op_type_name(OpType type) {
       return "BROADCAST";
     case OpType::kBarrier:
       return "BARRIER";
+    case OpType::kAlltoall:
+      return "ALLTOALL";
+    case OpType::kReducescatter:
+      return "REDUCESCATTER";
   }
   return "UNKNOWN";
 }

@@ -12,8 +12,15 @@ namespace hvdc::core {
 
 using common::Status;
 
-enum class OpType : int32_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kBarrier = 3 };
-constexpr int32_t kMaxOpType = 3;
+enum class OpType : int32_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kBarrier = 3,
+  kAlltoall = 4,
+  kReducescatter = 5
+};
+constexpr int32_t kMaxOpType = 5;
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
 
 // Elements in a tensor of this shape from dimension `from` on (shapes were checked on submit).

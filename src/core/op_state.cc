@@ -10,6 +10,7 @@ void OpState::complete(const common::Status& status) {
   if (done_.load(std::memory_order_acquire)) return;
   // The callback runs before waiters wake, so that whatever it does is visible once
   // hvd_wait returns.
+  if (hook_) hook_(status);
   if (on_done_ != nullptr) on_done_(user_data_, handle_, status.code());
   {
     std::lock_guard<std::mutex> lock(mutex_);

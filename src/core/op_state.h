@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,10 @@ class OpState {
   OpState(hvd_done_fn on_done, void* user_data) : on_done_(on_done), user_data_(user_data) {}
 
   void set_handle(hvd_handle_t handle) { handle_ = handle; }
+  // Runs inside complete(), before the callback, with the full status (grouped ops use it).
+  void set_completion_hook(std::function<void(const common::Status&)> hook) {
+    hook_ = std::move(hook);
+  }
   // Runs the completion callback, then records the result and wakes waiters. Called once, by
   // the engine thread.
   void complete(const common::Status& status);
@@ -37,9 +42,13 @@ class OpState {
                         size_t bytes);
   // The output descriptor once the op succeeded; false if the op has none.
   bool output(hvd_tensor_t* out) const;
+  // Alltoall: rows received from each rank (engine thread sets it before completing).
+  void set_received_splits(std::vector<int64_t> splits) { received_splits_ = std::move(splits); }
+  const std::vector<int64_t>& received_splits() const { return received_splits_; }
 
  private:
   hvd_done_fn on_done_;
+  std::function<void(const common::Status&)> hook_;
   void* user_data_;
   hvd_handle_t handle_ = 0;
   std::atomic<bool> done_{false};
@@ -52,6 +61,7 @@ class OpState {
   std::vector<int64_t> output_shape_;
   hvd_tensor_t output_ = {};
   bool has_output_ = false;
+  std::vector<int64_t> received_splits_;
 };
 
 }  // namespace hvdc::core

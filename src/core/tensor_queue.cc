@@ -14,18 +14,31 @@ TensorQueue::~TensorQueue() {
 }
 
 Status TensorQueue::push(TensorEntry entry) {
+  std::vector<TensorEntry> one;
+  one.push_back(std::move(entry));
+  return push_group(std::move(one));
+}
+
+Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return close_status_;
-    const std::string& name = entry.request.name;
-    if (entries_.count(name) != 0) {
-      return common::make_error(HVD_ERR_DUPLICATE_NAME,
-                                "a tensor named '%s' is already in flight; wait for it or use "
-                                "another name",
-                                name.c_str());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string& name = entries[i].request.name;
+      bool repeated = entries_.count(name) != 0;
+      for (size_t j = 0; j < i && !repeated; ++j) repeated = entries[j].request.name == name;
+      if (repeated) {
+        return common::make_error(HVD_ERR_DUPLICATE_NAME,
+                                  "a tensor named '%s' is already in flight; wait for it or use "
+                                  "another name",
+                                  name.c_str());
+      }
     }
-    fresh_.push_back(name);
-    entries_.emplace(name, std::move(entry));
+    for (TensorEntry& entry : entries) {
+      fresh_.push_back(entry.request.name);
+      std::string name = entry.request.name;
+      entries_.emplace(std::move(name), std::move(entry));
+    }
   }
   wake();
   return Status::ok();

@@ -19,6 +19,7 @@ struct TensorEntry {
   const void* input = nullptr;
   void* output = nullptr;
   std::shared_ptr<OpState> state;
+  std::vector<int64_t> splits;  // alltoall: rows sent to each rank (empty: equal split)
 };
 
 class TensorQueue {
@@ -30,6 +31,8 @@ class TensorQueue {
 
   // Fails with HVD_ERR_DUPLICATE_NAME, or with the closing status once close() was called.
   Status push(TensorEntry entry);
+  // Pushes all entries or none (a grouped submission).
+  Status push_group(std::vector<TensorEntry> entries);
   // Requests pushed since the last call, in push order.
   std::vector<Request> pop_new();
   // A copy of the request of `name`; false if it is not in flight.

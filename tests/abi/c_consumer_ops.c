@@ -1,5 +1,6 @@
-/* The ABI consumer's checks of allgather, broadcast, barrier and hvd_handle_output, as a single
- * rank (hvd_init must have succeeded). C99 like the rest of the consumer. */
+/* The ABI consumer's checks of allgather, broadcast, barrier, alltoall, reducescatter, grouped
+ * allreduce, hvd_handle_output, statistics and the timeline, as a single rank (hvd_init must
+ * have succeeded). C99 like the rest of the consumer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,52 @@ static void test_broadcast_and_barrier(void) {
   EXPECT_ERR(hvd_barrier_async(NULL, NULL, NULL), HVD_ERR_INVALID_ARGUMENT, "handle");
 }
 
+static void test_split_and_grouped(void) {
+  int32_t data[6] = {1, 2, 3, 4, 5, 6}, out[6] = {0, 0, 0, 0, 0, 0}, splits[1] = {3};
+  int32_t received[1] = {-1};
+  int64_t shape[2] = {3, 2};
+  hvd_tensor_t t = {data, HVD_INT32, 2, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_tensor_t got;
+  hvd_tensor_t group[2];
+  void* outs[2];
+  const char* names[2] = {"abi.grp.a", "abi.grp.b"};
+  hvd_handle_t h = 0;
+
+  EXPECT_OK(hvd_alltoall_async(&t, splits, "abi.a2a", NULL, &h));
+  EXPECT_ERR(hvd_handle_received_splits(h, NULL, 1), HVD_ERR_INVALID_ARGUMENT, "splits");
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_OK(hvd_handle_output(h, &got));
+  CHECK(got.ndim == 2 && got.shape[0] == 3 && memcmp(got.data, data, sizeof(data)) == 0);
+  EXPECT_ERR(hvd_handle_received_splits(h, received, 2), HVD_ERR_INVALID_ARGUMENT, "count");
+  EXPECT_OK(hvd_handle_received_splits(h, received, 1));
+  CHECK(received[0] == 3);
+  EXPECT_OK(hvd_handle_free(h));
+  splits[0] = 2;
+  EXPECT_ERR(hvd_alltoall_async(&t, splits, "abi.a2a", NULL, &h), HVD_ERR_INVALID_ARGUMENT,
+             "splits");
+
+  EXPECT_OK(hvd_reducescatter_async(&t, out, HVD_OP_SUM, "abi.rs", NULL, &h));
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_ERR(hvd_handle_received_splits(h, received, 1), HVD_ERR_INVALID_USAGE, "alltoall");
+  EXPECT_OK(hvd_handle_free(h));
+  CHECK(memcmp(out, data, sizeof(data)) == 0);
+  EXPECT_ERR(hvd_reducescatter_async(&t, out, HVD_OP_MAX, "abi.rs", NULL, &h),
+             HVD_ERR_INVALID_ARGUMENT, "reduce_op");
+
+  group[0] = t;
+  group[1] = t;
+  outs[0] = out;
+  outs[1] = data;
+  EXPECT_OK(hvd_grouped_allreduce_async(group, outs, 2, HVD_OP_SUM, names, NULL, &h));
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_OK(hvd_handle_free(h));
+  EXPECT_ERR(hvd_grouped_allreduce_async(group, outs, 0, HVD_OP_SUM, NULL, NULL, &h),
+             HVD_ERR_INVALID_ARGUMENT, "count");
+  names[1] = names[0];
+  EXPECT_ERR(hvd_grouped_allreduce_async(group, outs, 2, HVD_OP_SUM, names, NULL, &h),
+             HVD_ERR_DUPLICATE_NAME, "abi.grp.a");
+}
+
 static void test_stats(void) {
   hvd_stats_t stats;
   char text[1024];
@@ -127,6 +174,7 @@ static void test_timeline(void) {
 void test_gather_broadcast_barrier(void) {
   test_allgather();
   test_broadcast_and_barrier();
+  test_split_and_grouped();
   test_stats();
   test_timeline();
 }

@@ -20,6 +20,7 @@ void test_random_named_tensors(Results& results);
 void test_fusion_stats(Results& results);
 void test_cache_warm_steps(Results& results);
 void test_cache_invalidation(Results& results);
+void test_split_ops(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
 int run_reinit_suite();
