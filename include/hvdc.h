@@ -244,6 +244,12 @@ HVDC_API hvd_status_t hvd_reducescatter_async(const hvd_tensor_t* input, void* o
                                               int32_t reduce_op, const char* name,
                                               const hvd_op_args_t* args, hvd_handle_t* handle);
 
+/* For a rank out of data: blocks until every rank has called it. Meanwhile allreduces the other
+ * ranks submit go on with this rank contributing zeros (HVD_OP_AVERAGE still divides by the
+ * number of ranks); allgather, broadcast, alltoall and reducescatter fail on every rank while a
+ * rank has joined. *last_joined_rank (if not NULL) gets the last rank to call it. */
+HVDC_API hvd_status_t hvd_join(int32_t* last_joined_rank);
+
 /* Completes on each rank once every rank has called it. */
 HVDC_API hvd_status_t hvd_barrier_async(const char* name, const hvd_op_args_t* args,
                                         hvd_handle_t* handle);

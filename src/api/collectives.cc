@@ -212,6 +212,27 @@ hvd_status_t hvd_reducescatter_async(const hvd_tensor_t* input, void* output, in
   });
 }
 
+hvd_status_t hvd_join(int32_t* last_joined_rank) {
+  return guarded([&] {
+    Engine* engine = nullptr;
+    HVDC_RETURN_IF_ERROR(current_engine(&engine));
+    Request request;
+    request.name = hvdc::core::kJoinName;
+    request.op_type = OpType::kJoin;
+    request.dtype = HVD_UINT8;
+    hvd_op_args_t args;
+    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(nullptr, &args));
+    auto op = std::make_shared<hvdc::core::OpState>(nullptr, nullptr);
+    hvdc::core::TensorEntry entry;
+    entry.request = std::move(request);
+    entry.state = op;
+    HVDC_RETURN_IF_ERROR(engine->enqueue(std::move(entry)));
+    HVDC_RETURN_IF_ERROR(op->wait(engine->spin_micros()));
+    if (last_joined_rank != nullptr) *last_joined_rank = op->join_rank();
+    return Status::ok();
+  });
+}
+
 hvd_status_t hvd_barrier_async(const char* name, const hvd_op_args_t* args, hvd_handle_t* handle) {
   return guarded([&] {
     Call call;

@@ -105,7 +105,32 @@ std::string find_mismatch(const std::string& name, const std::vector<Request>& b
   return std::string();
 }
 
+bool Controller::complete(const Entry& entry) const {
+  for (int r = 0; r < size_; ++r) {
+    if (!entry.present[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+// A joined rank contributes nothing; every tensor the others have is now complete without it.
+void Controller::add_join(int rank) {
+  if (joined_[rank]) return;
+  joined_[rank] = true;
+  ++joined_count_;
+  last_joined_ = rank;
+  for (auto& [name, entry] : table_) {
+    if (!entry.queued && complete(entry)) {
+      entry.queued = true;
+      ready_.push_back(name);
+    }
+  }
+}
+
 void Controller::add(int rank, Request request) {
+  if (request.op_type == OpType::kJoin) {
+    add_join(rank);
+    return;
+  }
   Entry& entry = table_[request.name];
   if (entry.present.empty()) {
     entry.requests.resize(size_);
@@ -119,8 +144,12 @@ void Controller::add(int rank, Request request) {
   }
   entry.requests[rank] = std::move(request);
   entry.present[rank] = true;
+  ++entry.count;
   if (stalls_.enabled()) stalls_.submitted(name, rank, StallInspector::Clock::now());
-  if (++entry.count == size_) ready_.push_back(std::move(name));
+  if (!entry.queued && complete(entry)) {
+    entry.queued = true;
+    ready_.push_back(std::move(name));
+  }
 }
 
 std::vector<Response> Controller::check_stalls(StallInspector::Clock::time_point now) {
@@ -163,16 +192,31 @@ int Controller::first_present(const Entry& entry) {
 
 Response Controller::construct(const std::string& name, const Entry& entry) const {
   Response response;
-  response.op_type = entry.requests[0].op_type;
+  const Request& first = entry.requests[first_present(entry)];
+  response.op_type = first.op_type;
   response.names.push_back(name);
-  std::string mismatch = find_mismatch(name, entry.requests);
+  // Joined ranks submitted nothing: they stand in with the first request, agreeing with it.
+  std::vector<Request> by_rank = entry.requests;
+  for (int r = 0; r < size_; ++r) {
+    if (!entry.present[r]) by_rank[r] = first;
+  }
+  std::string mismatch = find_mismatch(name, by_rank);
+  if (mismatch.empty() && joined_count_ > 0 && first.op_type != OpType::kAllreduce &&
+      first.op_type != OpType::kBarrier) {
+    response.kind = ResponseKind::kError;
+    response.error_code = HVD_ERR_INVALID_USAGE;
+    response.error_message = strfmt(
+        "%s of tensor '%s' is not supported while a rank has joined (rank %d called hvd_join); "
+        "only allreduce and barrier run with joined ranks",
+        op_type_name(first.op_type), name.c_str(), last_joined_);
+    return response;
+  }
   if (!mismatch.empty()) {
     response.kind = ResponseKind::kError;
     response.error_code = HVD_ERR_MISMATCH;
     response.error_message = mismatch;
     return response;
   }
-  const Request& first = entry.requests[0];
   response.dtype = first.dtype;
   response.reduce_op = first.reduce_op;
   response.root = first.root;
@@ -189,15 +233,26 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
 
 std::vector<Response> Controller::take_ready() {
   std::vector<Response> out;
-  out.reserve(ready_.size());
+  out.reserve(ready_.size() + 1);
   for (const std::string& name : ready_) {
     auto it = table_.find(name);
     out.push_back(construct(name, it->second));
     table_.erase(it);
-    if (timeline_ != nullptr && timeline_->active()) timeline_->negotiate_end(name);
     if (stalls_.enabled()) stalls_.completed(name);
+    if (timeline_ != nullptr && timeline_->active()) timeline_->negotiate_end(name);
   }
   ready_.clear();
+  if (joined_count_ == size_) {
+    // Every rank joined: the join completes everywhere with the last rank to join.
+    Response join;
+    join.op_type = OpType::kJoin;
+    join.names.push_back(kJoinName);
+    join.root = last_joined_;
+    out.push_back(std::move(join));
+    joined_.assign(size_, false);
+    joined_count_ = 0;
+    last_joined_ = -1;
+  }
   return out;
 }
 

@@ -18,7 +18,9 @@ class Controller {
  public:
   // Stall times in seconds: see StallInspector (check 0 disables the inspector).
   explicit Controller(int size, double stall_check_seconds = 0, double stall_shutdown_seconds = 0)
-      : size_(size), stalls_(size, stall_check_seconds, stall_shutdown_seconds) {}
+      : size_(size),
+        joined_(size, false),
+        stalls_(size, stall_check_seconds, stall_shutdown_seconds) {}
 
   // Records negotiation spans there while it is active (rank 0 only; may be null).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
@@ -35,7 +37,12 @@ class Controller {
     std::vector<Request> requests;  // indexed by rank; valid where present[r]
     std::vector<bool> present;
     int count = 0;
+    bool queued = false;  // in ready_
   };
+
+  // Whether every rank has the entry or has joined.
+  bool complete(const Entry& entry) const;
+  void add_join(int rank);
 
   Response construct(const std::string& name, const Entry& entry) const;
   static int first_present(const Entry& entry);
@@ -43,6 +50,9 @@ class Controller {
   int size_;
   std::unordered_map<std::string, Entry> table_;
   std::vector<std::string> ready_;
+  std::vector<bool> joined_;  // ranks that called hvd_join since the last JOIN completed
+  int joined_count_ = 0;
+  int last_joined_ = -1;
   StallInspector stalls_;
   Timeline* timeline_ = nullptr;
 };

@@ -101,6 +101,7 @@ class Engine {
   void cache_responses(const std::vector<Response>& responses);
   void revalidate_pending_hits();
   bool expose_stalled_hits();
+  void demote_unjoinable_hits();
   // termination.cc
   bool poll_terminate();
   bool handle_abort_request();
@@ -121,6 +122,8 @@ class Engine {
   Status execute(const Response& response, std::vector<TensorEntry>& entries);
   ops::cpu::Comm make_comm();
   Status run_allreduce(const Response& response, std::vector<TensorEntry>& entries);
+  std::vector<ops::cpu::Piece> allreduce_pieces(const Response& response,
+                                                std::vector<TensorEntry>& entries);
   // Output of `rows` rows shaped like the input's other dimensions (allgather, alltoall).
   Status allocate_rows(TensorEntry& entry, int64_t rows, char** out);
   Status run_allgather(const Response& response, TensorEntry& entry);
@@ -157,7 +160,9 @@ class Engine {
   std::vector<uint64_t> invalid_bits_;     // stale slots not yet announced
   std::vector<Response> coordinator_out_;  // rank 0: negotiated, not yet announced
   bool warned_eviction_ = false;
-  std::unique_ptr<Timeline> timeline_;                 // rank 0 only
+  bool self_joined_ = false;                   // hvd_join was called here and has not completed
+  std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
+  std::unique_ptr<Timeline> timeline_;         // rank 0 only
   std::map<uint32_t, std::vector<bool>> traced_hits_;  // cached tensors in negotiation
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -65,7 +65,13 @@ void Engine::count_executed(const Response& response) {
 }
 
 Status Engine::execute(const Response& response, std::vector<TensorEntry>& entries) {
-  if (entries.size() != response.names.size()) {
+  if (response.op_type == OpType::kJoin) {
+    for (TensorEntry& entry : entries) entry.state->set_join_rank(response.root);
+    self_joined_ = false;
+    return Status::ok();
+  }
+  const bool joined_allreduce = self_joined_ && response.op_type == OpType::kAllreduce;
+  if (entries.size() != response.names.size() && !joined_allreduce) {
     return make_error(HVD_ERR_INTERNAL, "%zu of the %zu tensors of a %s are not pending here",
                       response.names.size() - entries.size(), response.names.size(),
                       op_type_name(response.op_type));
@@ -91,6 +97,8 @@ Status Engine::execute(const Response& response, std::vector<TensorEntry>& entri
       return run_alltoall(entries[0]);
     case OpType::kReducescatter:
       return run_reducescatter(response, entries[0]);
+    case OpType::kJoin:
+      break;  // handled above
   }
   return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
 }
@@ -111,19 +119,35 @@ ops::cpu::Comm Engine::make_comm() {
   return comm;
 }
 
-Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>& entries) {
+// Each tensor's buffer (its output, holding the prescaled input); a joined rank that has no
+// entry for a tensor contributes zeros of the response's size.
+std::vector<ops::cpu::Piece> Engine::allreduce_pieces(const Response& response,
+                                                      std::vector<TensorEntry>& entries) {
   const size_t esize = common::dtype_size(response.dtype);
   std::vector<ops::cpu::Piece> pieces;
-  for (TensorEntry& entry : entries) {
-    const Request& r = entry.request;
-    const size_t count = element_count(r.shape);
-    if (r.prescale != 1.0) {
-      ops::cpu::scale(entry.output, entry.input, count, r.dtype, r.prescale);
-    } else if (entry.output != entry.input && count > 0) {
-      std::memmove(entry.output, entry.input, count * esize);
+  join_zeros_.clear();
+  size_t e = 0;
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    const size_t count = static_cast<size_t>(response.counts[i]);
+    if (e < entries.size() && entries[e].request.name == response.names[i]) {
+      TensorEntry& entry = entries[e++];
+      if (entry.request.prescale != 1.0) {
+        ops::cpu::scale(entry.output, entry.input, count, entry.request.dtype,
+                        entry.request.prescale);
+      } else if (entry.output != entry.input && count > 0) {
+        std::memmove(entry.output, entry.input, count * esize);
+      }
+      pieces.push_back({static_cast<char*>(entry.output), count * esize});
+    } else {
+      join_zeros_.emplace_back(count * esize, 0);
+      pieces.push_back({join_zeros_.back().data(), count * esize});
     }
-    pieces.push_back({static_cast<char*>(entry.output), count * esize});
   }
+  return pieces;
+}
+
+Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>& entries) {
+  std::vector<ops::cpu::Piece> pieces = allreduce_pieces(response, entries);
   ops::cpu::Comm comm = make_comm();
   ops::cpu::ReduceSpec spec;
   spec.dtype = response.dtype;
@@ -133,11 +157,11 @@ Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>&
   comm.trace = trace_phase(response);
   Status st = ops::cpu::allreduce(comm, ops::cpu::Pieces(std::move(pieces)), spec);
   if (st.is_ok()) return st;
-  if (entries.size() == 1) {
+  if (response.names.size() == 1) {
     return st.with_context(common::strfmt("allreduce of '%s'", response.names[0].c_str()));
   }
   return st.with_context(common::strfmt("fused allreduce of '%s' and %zu more tensors",
-                                        response.names[0].c_str(), entries.size() - 1));
+                                        response.names[0].c_str(), response.names.size() - 1));
 }
 
 Status Engine::allocate_rows(TensorEntry& entry, int64_t rows, char** out) {

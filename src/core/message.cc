@@ -132,6 +132,8 @@ const char* op_type_name(OpType type) {
       return "ALLTOALL";
     case OpType::kReducescatter:
       return "REDUCESCATTER";
+    case OpType::kJoin:
+      return "JOIN";
   }
   return "UNKNOWN";
 }
@@ -165,6 +167,7 @@ std::string encode(const RoundMessage& msg) {
   out.i64(static_cast<int64_t>(msg.round));
   write_words(out, msg.hits);
   write_words(out, msg.invalid);
+  out.i32(msg.joined);
   write_responses(out, msg.responses);
   return out.take();
 }
@@ -200,6 +203,7 @@ Status decode(const std::string& bytes, RoundMessage* out) {
   out->round = static_cast<uint64_t>(round);
   HVDC_RETURN_IF_ERROR(read_words(in, &out->hits));
   HVDC_RETURN_IF_ERROR(read_words(in, &out->invalid));
+  HVDC_RETURN_IF_ERROR(in.i32(&out->joined));
   HVDC_RETURN_IF_ERROR(read_responses(in, &out->responses));
   return in.finish();
 }

@@ -18,15 +18,17 @@ enum class OpType : int32_t {
   kBroadcast = 2,
   kBarrier = 3,
   kAlltoall = 4,
-  kReducescatter = 5
+  kReducescatter = 5,
+  kJoin = 6
 };
-constexpr int32_t kMaxOpType = 5;
+constexpr int32_t kMaxOpType = 6;
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
 
 // Elements in a tensor of this shape from dimension `from` on (shapes were checked on submit).
 size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
 
 constexpr size_t kMaxNameLength = 4096;
+constexpr const char* kJoinName = "join";  // hvd_join's tensor name on every rank
 
 struct Request {
   std::string name;
@@ -77,6 +79,7 @@ struct RoundMessage {
   uint64_t round = 0;
   std::vector<uint64_t> hits;     // bit i: cache slot i is ready here
   std::vector<uint64_t> invalid;  // bit i: cache slot i no longer matches what was submitted
+  int32_t joined = 0;             // 1: the sender has joined (hvd_join) and has no data
   ResponseList responses;         // the coordinator's; empty from other ranks
 };
 

@@ -14,6 +14,10 @@ bool Engine::report_local_requests() {
   if (fresh.empty()) return false;
   std::vector<Request> uncached;
   for (Request& r : fresh) {
+    if (r.op_type == OpType::kJoin) {
+      self_joined_ = true;  // from now on this rank contributes zeros
+      round_wanted_ = true;
+    }
     uint32_t slot = 0;
     switch (cache_.lookup(r, &slot)) {
       case ResponseCache::Lookup::kHit:

@@ -45,6 +45,9 @@ class OpState {
   // Alltoall: rows received from each rank (engine thread sets it before completing).
   void set_received_splits(std::vector<int64_t> splits) { received_splits_ = std::move(splits); }
   const std::vector<int64_t>& received_splits() const { return received_splits_; }
+  // Join: the last rank to join (engine thread sets it before completing).
+  void set_join_rank(int32_t rank) { join_rank_ = rank; }
+  int32_t join_rank() const { return join_rank_; }
 
  private:
   hvd_done_fn on_done_;
@@ -62,6 +65,7 @@ class OpState {
   hvd_tensor_t output_ = {};
   bool has_output_ = false;
   std::vector<int64_t> received_splits_;
+  int32_t join_rank_ = -1;
 };
 
 }  // namespace hvdc::core

@@ -35,6 +35,7 @@ class ResponseCache {
   void touch(uint32_t slot);  // most recently used
   void erase(uint32_t slot);
   const Response& response(uint32_t slot) const { return slots_[slot].response; }
+  bool used(uint32_t slot) const { return slot < slots_.size() && slots_[slot].used; }
 
   size_t capacity() const { return slots_.size(); }
   size_t words() const { return (slots_.size() + 63) / 64; }  // bit-vector length

@@ -60,6 +60,15 @@ void Engine::send_round_message() {
   mine->round = round_ + 1;
   mine->hits.assign(cache_.words(), 0);
   for (const auto& [name, hit] : pending_hits_) set_bit(mine->hits, hit.slot);
+  if (self_joined_) {
+    // Having joined, this rank agrees to every cached allreduce: it will contribute zeros.
+    mine->joined = 1;
+    for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+      if (cache_.used(slot) && cache_.response(slot).op_type == OpType::kAllreduce) {
+        set_bit(mine->hits, slot);
+      }
+    }
+  }
   mine->invalid = invalid_bits_;
   invalid_bits_.assign(cache_.words(), 0);
   mine->responses.responses = std::move(coordinator_out_);
@@ -87,13 +96,22 @@ void Engine::complete_round() {
   auto node = inbox_.extract(round_ + 1);
   std::vector<std::unique_ptr<RoundMessage>>& messages = node.mapped();
   std::vector<uint64_t> hits = messages[0]->hits, invalid(cache_.words(), 0);
+  // A joined rank reports every cached allreduce as ready; a tensor runs only when some rank
+  // that has not joined actually submitted it.
+  std::vector<uint64_t> wanted(hits.size(), 0);
   for (const auto& m : messages) {
     for (size_t w = 0; w < hits.size(); ++w) {
-      hits[w] &= w < m->hits.size() ? m->hits[w] : 0;
+      const uint64_t bits = w < m->hits.size() ? m->hits[w] : 0;
+      hits[w] &= bits;
+      if (!m->joined) wanted[w] |= bits;
       invalid[w] |= w < m->invalid.size() ? m->invalid[w] : 0;
     }
   }
+  for (size_t w = 0; w < hits.size(); ++w) hits[w] &= wanted[w];
   trace_cached_negotiation(messages, hits);
+  bool peer_joined = false;
+  for (const auto& m : messages) peer_joined |= m->joined != 0;
+  if (peer_joined) demote_unjoinable_hits();
   std::vector<Response> list = std::move(messages[0]->responses.responses);
   std::vector<Response> cached = take_cache_hits(hits);
   for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
@@ -174,6 +192,16 @@ void Engine::revalidate_pending_hits() {
 }  // namespace hvdc::core
 
 namespace hvdc::core {
+
+// Only allreduces run while a rank has joined: other cached ops go to the coordinator, which
+// fails them on every rank.
+void Engine::demote_unjoinable_hits() {
+  for (const auto& [name, hit] : pending_hits_) {
+    if (cache_.response(hit.slot).op_type == OpType::kAllreduce) continue;
+    set_bit(invalid_bits_, hit.slot);
+    round_wanted_ = true;
+  }
+}
 
 // A cached tensor that waits longer than the stall check time is missing on some rank; only the
 // coordinator can say which. Marking its slot stale makes every rank send it there.

@@ -129,6 +129,13 @@ static void test_split_and_grouped(void) {
              HVD_ERR_DUPLICATE_NAME, "abi.grp.a");
 }
 
+static void test_join(void) {
+  int32_t last = -1;
+  EXPECT_OK(hvd_join(&last));
+  CHECK(last == 0); /* one rank: it is the last to join */
+  EXPECT_OK(hvd_join(NULL));
+}
+
 static void test_stats(void) {
   hvd_stats_t stats;
   char text[1024];
@@ -175,6 +182,7 @@ void test_gather_broadcast_barrier(void) {
   test_allgather();
   test_broadcast_and_barrier();
   test_split_and_grouped();
+  test_join();
   test_stats();
   test_timeline();
 }

@@ -23,6 +23,18 @@ int64_t all_reduce_i64(int64_t value, int32_t op, const std::string& name) {
 
 }  // namespace
 
+hvd_status_t allreduce_constant(const std::string& name, int32_t op, size_t count, float value,
+                                std::vector<float>* out) {
+  out->assign(count, value);
+  int64_t shape[1] = {static_cast<int64_t>(count)};
+  hvd_tensor_t t = {out->data(), HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_handle_t h = 0;
+  hvd_status_t s = hvd_allreduce_async(&t, out->data(), op, name.c_str(), nullptr, &h);
+  if (s == HVD_SUCCESS) s = hvd_wait(h);
+  if (h != 0) hvd_handle_free(h);
+  return s;
+}
+
 int64_t all_min(int64_t value, const std::string& name) {
   return all_reduce_i64(value, HVD_OP_MIN, name);
 }

@@ -24,6 +24,10 @@ int64_t all_max(int64_t value, const std::string& name);
 // Prints the closing line on rank 0; returns the process exit code.
 int finish(const Results& results, const char* suite);
 
+// Reduces `count` float32 elements of `value` under `name` with `op`; *out holds the result.
+hvd_status_t allreduce_constant(const std::string& name, int32_t op, size_t count, float value,
+                                std::vector<float>* out);
+
 hvd_tensor_t make_tensor(void* data, int32_t dtype, const std::vector<int64_t>& shape);
 std::string status_text(hvd_status_t status);  // "HVD_ERR_...: message"
 uint64_t fnv1a(const void* data, size_t bytes);

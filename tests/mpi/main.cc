@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     test_cache_warm_steps(results);
     test_cache_invalidation(results);
     test_split_ops(results);
+    test_join(results);
     test_submission_orders(results);
     test_allgather(results);
     test_error_matrix(results);

@@ -21,6 +21,7 @@ void test_fusion_stats(Results& results);
 void test_cache_warm_steps(Results& results);
 void test_cache_invalidation(Results& results);
 void test_split_ops(Results& results);
+void test_join(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
 int run_reinit_suite();

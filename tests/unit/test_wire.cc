@@ -381,7 +381,7 @@ TEST(Message, TooManyDimsAreRejected) {
 
 TEST(Message, OutOfRangeEnumsAreRejected) {
   RequestList requests;
-  for (int32_t op : {-1, 6, 1000, INT32_MIN}) {
+  for (int32_t op : {-1, 7, 1000, INT32_MIN}) {
     Request r = make_request("enum", 0, 1);
     std::string bytes = Bytes().u32(1).request(r).s;
     // The op type follows the count (4) and the name (4 + 4 bytes).
@@ -395,7 +395,7 @@ TEST(Message, OutOfRangeEnumsAreRejected) {
     b.u32(1).i32(kind).i32(0).u32(0).i32(0).str("").u32(0);
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "kind " << kind;
   }
-  for (int32_t op : {-1, 6, 99}) {
+  for (int32_t op : {-1, 7, 99}) {
     Bytes b;
     b.u32(1).i32(0).i32(op).u32(0).i32(0).str("").u32(0);
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "op type " << op;
