@@ -77,6 +77,14 @@ Status finish(Call& call, const char* name, const void* input, void* output, hvd
                 std::move(splits));
 }
 
+// Ops that split or concatenate along the first dimension need one.
+Status require_first_dim(const Request& r, const char* op, const char* what) {
+  if (!r.shape.empty()) return Status::ok();
+  return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                  "input->ndim is 0: %s %s, so the tensor needs at least one", op,
+                                  what);
+}
+
 // Alltoall's rows per destination: given, they must be non-negative and add up to the first
 // dimension; absent, the first dimension must divide evenly.
 Status read_splits(const int32_t* splits, int size, const Request& r, std::vector<int64_t>* out) {
@@ -146,11 +154,8 @@ hvd_status_t hvd_allgather_async(const hvd_tensor_t* input, const char* name,
   return guarded([&] {
     Call call;
     HVDC_RETURN_IF_ERROR(begin(OpType::kAllgather, handle, args, input, nullptr, false, &call));
-    if (call.request.shape.empty()) {
-      return Status(HVD_ERR_INVALID_ARGUMENT,
-                    "input->ndim is 0: allgather concatenates along the first dimension, so the "
-                    "tensor needs at least one");
-    }
+    HVDC_RETURN_IF_ERROR(
+        require_first_dim(call.request, "allgather", "concatenates along the first dimension"));
     return finish(call, name, input->data, nullptr, handle);
   });
 }
@@ -176,11 +181,7 @@ hvd_status_t hvd_alltoall_async(const hvd_tensor_t* input, const int32_t* splits
   return guarded([&] {
     Call call;
     HVDC_RETURN_IF_ERROR(begin(OpType::kAlltoall, handle, args, input, nullptr, false, &call));
-    if (call.request.shape.empty()) {
-      return Status(HVD_ERR_INVALID_ARGUMENT,
-                    "input->ndim is 0: alltoall splits the first dimension, so the tensor needs "
-                    "at least one");
-    }
+    HVDC_RETURN_IF_ERROR(require_first_dim(call.request, "alltoall", "splits the first dimension"));
     std::vector<int64_t> rows;
     HVDC_RETURN_IF_ERROR(read_splits(splits, call.engine->topology().size, call.request, &rows));
     return finish(call, name, input->data, nullptr, handle, std::move(rows));
@@ -193,11 +194,8 @@ hvd_status_t hvd_reducescatter_async(const hvd_tensor_t* input, void* output, in
   return guarded([&] {
     Call call;
     HVDC_RETURN_IF_ERROR(begin(OpType::kReducescatter, handle, args, input, output, true, &call));
-    if (call.request.shape.empty()) {
-      return Status(HVD_ERR_INVALID_ARGUMENT,
-                    "input->ndim is 0: reducescatter splits the first dimension, so the tensor "
-                    "needs at least one");
-    }
+    HVDC_RETURN_IF_ERROR(
+        require_first_dim(call.request, "reducescatter", "splits the first dimension"));
     if (reduce_op != HVD_OP_SUM && reduce_op != HVD_OP_AVERAGE) {
       return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
                                       "reduce_op %d: reducescatter supports HVD_OP_SUM and "

@@ -24,6 +24,15 @@ Status find(hvd_handle_t handle, std::shared_ptr<OpState>* out) {
   return Status::ok();
 }
 
+// The op of a handle that finished successfully (its outputs may be read).
+Status find_succeeded(hvd_handle_t handle, std::shared_ptr<OpState>* op) {
+  HVDC_RETURN_IF_ERROR(find(handle, op));
+  if (!(*op)->done()) {
+    return Status(HVD_ERR_INVALID_USAGE, "the op has not finished; wait for it first");
+  }
+  return (*op)->result();
+}
+
 }  // namespace
 
 extern "C" {
@@ -69,11 +78,7 @@ hvd_status_t hvd_handle_output(hvd_handle_t handle, hvd_tensor_t* output) {
   return guarded([&] {
     if (output == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
     std::shared_ptr<OpState> op;
-    HVDC_RETURN_IF_ERROR(find(handle, &op));
-    if (!op->done()) {
-      return Status(HVD_ERR_INVALID_USAGE, "the op has not finished; wait for it first");
-    }
-    HVDC_RETURN_IF_ERROR(op->result());
+    HVDC_RETURN_IF_ERROR(find_succeeded(handle, &op));
     if (!op->output(output)) {
       return Status(HVD_ERR_INVALID_USAGE,
                     "this op has no library-described output (only allgather and alltoall "
@@ -87,11 +92,7 @@ hvd_status_t hvd_handle_received_splits(hvd_handle_t handle, int32_t* splits, in
   return guarded([&] {
     if (splits == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "splits is NULL");
     std::shared_ptr<OpState> op;
-    HVDC_RETURN_IF_ERROR(find(handle, &op));
-    if (!op->done()) {
-      return Status(HVD_ERR_INVALID_USAGE, "the op has not finished; wait for it first");
-    }
-    HVDC_RETURN_IF_ERROR(op->result());
+    HVDC_RETURN_IF_ERROR(find_succeeded(handle, &op));
     const std::vector<int64_t>& rows = op->received_splits();
     if (rows.empty()) {
       return Status(HVD_ERR_INVALID_USAGE, "this op has no received splits (only alltoall has)");

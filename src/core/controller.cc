@@ -14,14 +14,6 @@ using common::strfmt;
 
 namespace {
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 // "rank 0: float32; ranks 1, 2: int32" — ranks grouped by the value they submitted.
 std::string describe(const std::vector<Request>& by_rank,
                      const std::function<std::string(const Request&)>& value) {
@@ -195,12 +187,17 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
   const Request& first = entry.requests[first_present(entry)];
   response.op_type = first.op_type;
   response.names.push_back(name);
-  // Joined ranks submitted nothing: they stand in with the first request, agreeing with it.
-  std::vector<Request> by_rank = entry.requests;
-  for (int r = 0; r < size_; ++r) {
-    if (!entry.present[r]) by_rank[r] = first;
+  std::string mismatch;
+  if (joined_count_ == 0) {
+    mismatch = find_mismatch(name, entry.requests);
+  } else {
+    // Joined ranks submitted nothing: they stand in with the first request, agreeing with it.
+    std::vector<Request> by_rank = entry.requests;
+    for (int r = 0; r < size_; ++r) {
+      if (!entry.present[r]) by_rank[r] = first;
+    }
+    mismatch = find_mismatch(name, by_rank);
   }
-  std::string mismatch = find_mismatch(name, by_rank);
   if (mismatch.empty() && joined_count_ > 0 && first.op_type != OpType::kAllreduce &&
       first.op_type != OpType::kBarrier) {
     response.kind = ResponseKind::kError;

@@ -160,6 +160,7 @@ class Engine {
   std::vector<uint64_t> invalid_bits_;     // stale slots not yet announced
   std::vector<Response> coordinator_out_;  // rank 0: negotiated, not yet announced
   bool warned_eviction_ = false;
+  uint64_t revalidated_generation_ = 0;        // cache generation pending hits were checked against
   bool self_joined_ = false;                   // hvd_join was called here and has not completed
   std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
   std::unique_ptr<Timeline> timeline_;         // rank 0 only

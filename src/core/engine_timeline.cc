@@ -6,16 +6,6 @@
 
 namespace hvdc::core {
 
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-}  // namespace
-
 Status Engine::timeline_start(const std::string& path) {
   if (!timeline_) return Status::ok();  // only rank 0 writes
   return timeline_->start(path, config_.timeline_mark_cycles);
@@ -35,15 +25,14 @@ void Engine::trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMes
                                       const std::vector<uint64_t>& hits) {
   if (!tracing()) return;
   for (size_t rank = 0; rank < messages.size(); ++rank) {
-    const std::vector<uint64_t>& bits = messages[rank]->hits;
-    for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-      if (!test_bit(bits, slot)) continue;
+    for_each_set_bit(messages[rank]->hits, [&](uint32_t slot) {
+      if (!cache_.used(slot)) return;
       const Response& cached = cache_.response(slot);
       auto [it, fresh] = traced_hits_.try_emplace(slot, messages.size(), false);
       if (fresh) timeline_->negotiate_start(cached.names[0], op_type_name(cached.op_type));
       if (!it->second[rank]) timeline_->negotiate_rank_ready(cached.names[0], rank);
       it->second[rank] = true;
-    }
+    });
   }
   for (auto it = traced_hits_.begin(); it != traced_hits_.end();) {
     if (!test_bit(hits, it->first)) {
@@ -85,7 +74,7 @@ void Engine::trace_done(const Response& response, const std::vector<TensorEntry>
   if (!tracing() || response.kind != ResponseKind::kExecute) return;
   for (const TensorEntry& e : entries) {
     timeline_->op_end(e.request.name, common::dtype_name(e.request.dtype),
-                      shape_text(e.request.shape));
+                      shape_string(e.request.shape));
   }
 }
 

@@ -112,6 +112,12 @@ size_t element_count(const std::vector<int64_t>& shape, size_t from) {
   return n;
 }
 
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 size_t response_bytes(const Response& response) {
   size_t count = 0;
   for (int64_t c : response.counts) count += static_cast<size_t>(c);

@@ -24,6 +24,9 @@ enum class OpType : int32_t {
 constexpr int32_t kMaxOpType = 6;
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
 
+// "[2, 3]": a shape as messages, logs and the timeline print it.
+std::string shape_string(const std::vector<int64_t>& shape);
+
 // Elements in a tensor of this shape from dimension `from` on (shapes were checked on submit).
 size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
 

@@ -44,6 +44,7 @@ bool ResponseCache::put(const Response& response, const Request& local) {
   s.request = local;
   s.lru = lru_.insert(lru_.end(), slot);
   by_name_[response.names[0]] = slot;
+  ++generation_;
   return !evicted;
 }
 
@@ -59,6 +60,7 @@ void ResponseCache::erase(uint32_t slot) {
   lru_.erase(s.lru);
   s = Slot();
   free_.insert(slot);
+  ++generation_;
 }
 
 void set_bit(std::vector<uint64_t>& words, uint32_t bit) {

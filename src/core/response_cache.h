@@ -40,6 +40,8 @@ class ResponseCache {
   size_t capacity() const { return slots_.size(); }
   size_t words() const { return (slots_.size() + 63) / 64; }  // bit-vector length
   size_t size() const { return by_name_.size(); }
+  // Changes whenever an entry is added or removed (not when one is touched).
+  uint64_t generation() const { return generation_; }
 
  private:
   struct Slot {
@@ -53,10 +55,21 @@ class ResponseCache {
   std::unordered_map<std::string, uint32_t> by_name_;
   std::list<uint32_t> lru_;  // front: least recently used
   std::set<uint32_t> free_;  // lowest first, so slot choice needs no communication
+  uint64_t generation_ = 0;
 };
 
 // Bit-vector helpers for round messages.
 void set_bit(std::vector<uint64_t>& words, uint32_t bit);
 bool test_bit(const std::vector<uint64_t>& words, uint32_t bit);
+// Calls fn(bit) for each set bit in ascending order, skipping empty words (a round touches a few
+// of up to 2^20 slots).
+template <typename Fn>
+void for_each_set_bit(const std::vector<uint64_t>& words, Fn fn) {
+  for (size_t w = 0; w < words.size(); ++w) {
+    for (uint64_t word = words[w]; word != 0; word &= word - 1) {
+      fn(static_cast<uint32_t>(w * 64 + __builtin_ctzll(word)));
+    }
+  }
+}
 
 }  // namespace hvdc::core

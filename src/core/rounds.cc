@@ -114,9 +114,7 @@ void Engine::complete_round() {
   if (peer_joined) demote_unjoinable_hits();
   std::vector<Response> list = std::move(messages[0]->responses.responses);
   std::vector<Response> cached = take_cache_hits(hits);
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (test_bit(invalid, slot)) cache_.erase(slot);
-  }
+  for_each_set_bit(invalid, [&](uint32_t slot) { cache_.erase(slot); });
   cache_responses(list);
   for (Response& r : cached) list.push_back(std::move(r));
   ++round_;
@@ -131,12 +129,11 @@ void Engine::complete_round() {
 
 std::vector<Response> Engine::take_cache_hits(const std::vector<uint64_t>& hits) {
   std::vector<Response> out;
-  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!test_bit(hits, slot)) continue;
+  for_each_set_bit(hits, [&](uint32_t slot) {
     out.push_back(cache_.response(slot));
     cache_.touch(slot);
     pending_hits_.erase(out.back().names[0]);
-  }
+  });
   stats_.cache_hits += out.size();
   return out;
 }
@@ -166,6 +163,9 @@ void Engine::cache_responses(const std::vector<Response>& responses) {
 // Cached tensors still waiting may have lost their slot this round (evicted or found stale):
 // those go to the coordinator instead.
 void Engine::revalidate_pending_hits() {
+  // Slots move only when entries come or go; most rounds change none.
+  if (cache_.generation() == revalidated_generation_) return;
+  revalidated_generation_ = cache_.generation();
   std::vector<Request> demoted;
   for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
     Request request;

@@ -14,34 +14,47 @@ TensorQueue::~TensorQueue() {
 }
 
 Status TensorQueue::push(TensorEntry entry) {
-  std::vector<TensorEntry> one;
-  one.push_back(std::move(entry));
-  return push_group(std::move(one));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    HVDC_RETURN_IF_ERROR(check_push_locked(entry.request.name));
+    insert_locked(std::move(entry));
+  }
+  wake();
+  return Status::ok();
 }
 
 Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) return close_status_;
     for (size_t i = 0; i < entries.size(); ++i) {
       const std::string& name = entries[i].request.name;
-      bool repeated = entries_.count(name) != 0;
-      for (size_t j = 0; j < i && !repeated; ++j) repeated = entries[j].request.name == name;
-      if (repeated) {
-        return common::make_error(HVD_ERR_DUPLICATE_NAME,
-                                  "a tensor named '%s' is already in flight; wait for it or use "
-                                  "another name",
-                                  name.c_str());
+      HVDC_RETURN_IF_ERROR(check_push_locked(name));
+      for (size_t j = 0; j < i; ++j) {
+        if (entries[j].request.name == name) return duplicate(name);
       }
     }
-    for (TensorEntry& entry : entries) {
-      fresh_.push_back(entry.request.name);
-      std::string name = entry.request.name;
-      entries_.emplace(std::move(name), std::move(entry));
-    }
+    for (TensorEntry& entry : entries) insert_locked(std::move(entry));
   }
   wake();
   return Status::ok();
+}
+
+Status TensorQueue::duplicate(const std::string& name) {
+  return common::make_error(HVD_ERR_DUPLICATE_NAME,
+                            "a tensor named '%s' is already in flight; wait for it or use another "
+                            "name",
+                            name.c_str());
+}
+
+Status TensorQueue::check_push_locked(const std::string& name) const {
+  if (closed_) return close_status_;
+  return entries_.count(name) != 0 ? duplicate(name) : Status::ok();
+}
+
+void TensorQueue::insert_locked(TensorEntry entry) {
+  fresh_.push_back(entry.request.name);
+  std::string name = entry.request.name;
+  entries_.emplace(std::move(name), std::move(entry));
 }
 
 std::vector<Request> TensorQueue::pop_new() {

@@ -48,6 +48,10 @@ class TensorQueue {
   size_t in_flight() const;
 
  private:
+  static Status duplicate(const std::string& name);
+  Status check_push_locked(const std::string& name) const;  // closed, or name in flight
+  void insert_locked(TensorEntry entry);
+
   mutable std::mutex mutex_;
   std::unordered_map<std::string, TensorEntry> entries_;
   std::deque<std::string> fresh_;

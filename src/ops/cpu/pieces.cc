@@ -22,6 +22,12 @@ size_t Pieces::find(size_t offset) const {
   return it == starts_.begin() ? 0 : static_cast<size_t>(it - starts_.begin()) - 1;
 }
 
+size_t Pieces::run(size_t offset, size_t len) const {
+  if (pieces_.empty() || len == 0) return 0;
+  const size_t i = find(offset);
+  return std::min(len, pieces_[i].bytes - (offset - starts_[i]));
+}
+
 char* Pieces::contiguous(size_t offset, size_t len) const {
   if (pieces_.empty()) return nullptr;
   const size_t i = find(offset);

@@ -36,6 +36,8 @@ class Pieces {
       len -= n;
     }
   }
+  // Bytes from `offset` to the end of the piece holding it, at most `len`.
+  size_t run(size_t offset, size_t len) const;
   // The address of [offset, offset + len) when it lies in one piece, else nullptr.
   char* contiguous(size_t offset, size_t len) const;
   // Copies [offset, offset + len) out to dst, or in from src.

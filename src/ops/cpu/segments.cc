@@ -3,24 +3,11 @@
 #include <algorithm>
 
 namespace hvdc::ops::cpu {
-namespace {
-
-// Bytes from `offset` to the end of its piece, at most `len`.
-size_t run_length(const Pieces& buf, size_t offset, size_t len) {
-  size_t run = 0;
-  buf.for_each(offset, len, [&](char*, size_t n) {
-    if (run == 0) run = n;
-  });
-  return run;
-}
-
-}  // namespace
-
 std::vector<Segment> split_segments(const Pieces& buf, size_t offset, size_t len,
                                     const SegmentLimits& limits) {
   std::vector<Segment> segs;
   while (len > 0) {
-    size_t run = run_length(buf, offset, len);
+    size_t run = buf.run(offset, len);
     Segment seg;
     seg.offset = offset;
     if (run >= limits.min_direct || run == len) {
@@ -30,7 +17,7 @@ std::vector<Segment> split_segments(const Pieces& buf, size_t offset, size_t len
       // Pack short runs until the block is full or a long run begins.
       seg.staged = true;
       while (len - seg.bytes > 0 && seg.bytes < limits.max_staged) {
-        run = run_length(buf, offset + seg.bytes, len - seg.bytes);
+        run = buf.run(offset + seg.bytes, len - seg.bytes);
         if (run >= limits.min_direct && seg.bytes > 0) break;
         seg.bytes += std::min(run, limits.max_staged - seg.bytes);
       }
