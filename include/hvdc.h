@@ -139,7 +139,8 @@ enum {
   HVD_CFG_SPIN_MICROS = 3,      /* int: how long the engine spins before it sleeps */
   HVD_CFG_FUSION_THRESHOLD = 4, /* int: bytes fused into one allreduce; 0 disables fusion */
   HVD_CFG_CACHE_CAPACITY = 5,   /* int: response-cache entries; 0 disables the cache */
-  HVD_CFG_DETERMINISTIC = 6     /* int: 1 = results independent of fusion and timing */
+  HVD_CFG_DETERMINISTIC = 6,    /* int: 1 = results independent of fusion and timing */
+  HVD_CFG_PROCESS_SETS = 7      /* str: static process sets, e.g. "0,2;1,3" (ids 1, 2, ...) */
 };
 HVDC_API hvd_status_t hvd_config_create(hvd_config_t** out);
 HVDC_API hvd_status_t hvd_config_set_int(hvd_config_t* config, int32_t key, int64_t value);
@@ -184,7 +185,7 @@ typedef void* (*hvd_alloc_fn)(void* user_data, const hvd_tensor_t* output, size_
 /* Optional per-op arguments. Call hvd_op_args_init first; it sets struct_size and defaults. */
 typedef struct hvd_op_args_t {
   uint32_t struct_size;    /* sizeof(hvd_op_args_t) as the caller compiled it */
-  int32_t process_set;     /* 0 = all ranks */
+  int32_t process_set;     /* 0 = all ranks; else an id from hvd_process_set_create */
   double prescale_factor;  /* allreduce: multiply inputs before reducing (default 1) */
   double postscale_factor; /* allreduce: multiply the result (default 1) */
   hvd_done_fn on_done;
@@ -247,7 +248,8 @@ HVDC_API hvd_status_t hvd_reducescatter_async(const hvd_tensor_t* input, void* o
 /* For a rank out of data: blocks until every rank has called it. Meanwhile allreduces the other
  * ranks submit go on with this rank contributing zeros (HVD_OP_AVERAGE still divides by the
  * number of ranks); allgather, broadcast, alltoall and reducescatter fail on every rank while a
- * rank has joined. *last_joined_rank (if not NULL) gets the last rank to call it. */
+ * rank has joined. *last_joined_rank (if not NULL) gets the last rank to call it. Join concerns
+ * process set 0 only. */
 HVDC_API hvd_status_t hvd_join(int32_t* last_joined_rank);
 
 /* Completes on each rank once every rank has called it. */
@@ -269,6 +271,33 @@ HVDC_API hvd_status_t hvd_wait(hvd_handle_t handle);
 HVDC_API hvd_status_t hvd_wait_all(const hvd_handle_t* handles, size_t count);
 /* Releases a handle (waiting first if its op still runs). */
 HVDC_API hvd_status_t hvd_handle_free(hvd_handle_t handle);
+
+/* ---- Process sets ------------------------------------------------------------------------ */
+/* A process set is a subset of the ranks with its own negotiation; set 0 holds every rank. A
+ * collective runs on the set in args->process_set, and only its members may call it; its
+ * root_rank, splits, allgather order and average divisor then refer to the set (rank i of the
+ * set is its i-th smallest member). */
+
+/* Creates a set of `count` distinct ranks (any order). Collective over all ranks, members or
+ * not: each calls it with the same ranks, in the same order relative to other creates and
+ * destroys. Blocks until the set exists; *id gets its id (> 0, not reused before hvd_shutdown).
+ * Fails on every rank if the ranks differ between ranks or a set of the same ranks exists. */
+HVDC_API hvd_status_t hvd_process_set_create(const int32_t* ranks, int32_t count, int32_t* id);
+/* Removes a set (not 0); collective over all ranks like create. Ops of the set still pending
+ * fail with HVD_ERR_INVALID_USAGE. */
+HVDC_API hvd_status_t hvd_process_set_destroy(int32_t id);
+/* This rank's rank in the set, or -1 if it is not a member. */
+HVDC_API hvd_status_t hvd_process_set_rank(int32_t id, int32_t* rank);
+HVDC_API hvd_status_t hvd_process_set_size(int32_t id, int32_t* size);
+/* 1 if this rank is a member, else 0. */
+HVDC_API hvd_status_t hvd_process_set_included(int32_t id, int32_t* included);
+/* The members in ascending order into ranks (capacity entries); *count gets the set's size.
+ * ranks may be NULL (with capacity 0) to ask for the size; HVD_ERR_INVALID_ARGUMENT if capacity
+ * is smaller than the size. */
+HVDC_API hvd_status_t hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t capacity,
+                                            int32_t* count);
+/* The ids of every set in ascending order (0 first), with the same conventions. */
+HVDC_API hvd_status_t hvd_process_set_ids(int32_t* ids, int32_t capacity, int32_t* count);
 
 /* ---- Faults and features ----------------------------------------------------------------- */
 /* Fails every pending op on every rank with HVD_ERR_ABORTED; the message carries the reason and

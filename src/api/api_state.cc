@@ -48,4 +48,15 @@ Status current_engine(core::Engine** out) {
   return Status::ok();
 }
 
+Status run_blocking(core::Engine* engine, core::Request request, int32_t* value) {
+  auto op = std::make_shared<core::OpState>(nullptr, nullptr);
+  core::TensorEntry entry;
+  entry.request = std::move(request);
+  entry.state = op;
+  HVDC_RETURN_IF_ERROR(engine->enqueue(std::move(entry)));
+  HVDC_RETURN_IF_ERROR(op->wait(engine->spin_micros()));
+  if (value != nullptr) *value = op->result_value();
+  return Status::ok();
+}
+
 }  // namespace hvdc::api

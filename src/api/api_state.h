@@ -35,6 +35,9 @@ hvd_status_t report(const Status& status);
 
 // The running engine of this process, or an error (not initialized, or a forked child).
 Status current_engine(core::Engine** out);
+// Submits an op that has no handle (join, process-set changes) and waits for it; *value (if not
+// null) gets the op's one-number result.
+Status run_blocking(core::Engine* engine, core::Request request, int32_t* value);
 // HVD_ERR_FORKED in a child created by fork() after hvd_init, else ok.
 Status check_not_forked();
 

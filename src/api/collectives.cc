@@ -38,7 +38,7 @@ Status submit(Engine* engine, Request request, const void* input, void* output,
 
 Status set_name(Engine* engine, const char* name, OpType type, Request* r) {
   if (name == nullptr) {
-    r->name = engine->auto_name(type);
+    r->name = engine->auto_name(type, r->process_set);
     return Status::ok();
   }
   HVDC_RETURN_IF_ERROR(hvdc::api::check_name(name));
@@ -51,6 +51,8 @@ struct Call {
   Engine* engine = nullptr;
   Request request;
   hvd_op_args_t args;
+  hvdc::core::ProcessSetInfo set;  // the set the op runs on (args->process_set)
+  int set_size() const { return static_cast<int>(set.ranks.size()); }
 };
 
 // Checks the handle pointer, finds the engine, reads args and, where the op takes a tensor,
@@ -66,7 +68,12 @@ Status begin(OpType type, hvd_handle_t* handle, const hvd_op_args_t* args,
   if (writes_output && output == nullptr && hvdc::core::element_count(call->request.shape) > 0) {
     return Status(HVD_ERR_INVALID_ARGUMENT, "output is NULL");
   }
-  return hvdc::api::read_op_args(args, &call->args);
+  HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &call->args));
+  HVDC_RETURN_IF_ERROR(hvdc::api::member_process_set(call->engine->process_sets(),
+                                                     call->args.process_set,
+                                                     call->engine->topology().rank, &call->set));
+  call->request.process_set = call->args.process_set;
+  return Status::ok();
 }
 
 // Names the request and hands it to the engine.
@@ -166,10 +173,11 @@ hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* output, int32_
   return guarded([&] {
     Call call;
     HVDC_RETURN_IF_ERROR(begin(OpType::kBroadcast, handle, args, input, output, true, &call));
-    const int size = call.engine->topology().size;
+    const int size = call.set_size();
     if (root_rank < 0 || root_rank >= size) {
-      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT, "root_rank %d is outside [0, %d)",
-                                      root_rank, size);
+      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                      "root_rank %d is outside [0, %d) (process set %d)", root_rank,
+                                      size, call.set.id);
     }
     call.request.root = root_rank;
     return finish(call, name, input->data, output, handle);
@@ -183,7 +191,7 @@ hvd_status_t hvd_alltoall_async(const hvd_tensor_t* input, const int32_t* splits
     HVDC_RETURN_IF_ERROR(begin(OpType::kAlltoall, handle, args, input, nullptr, false, &call));
     HVDC_RETURN_IF_ERROR(require_first_dim(call.request, "alltoall", "splits the first dimension"));
     std::vector<int64_t> rows;
-    HVDC_RETURN_IF_ERROR(read_splits(splits, call.engine->topology().size, call.request, &rows));
+    HVDC_RETURN_IF_ERROR(read_splits(splits, call.set_size(), call.request, &rows));
     return finish(call, name, input->data, nullptr, handle, std::move(rows));
   });
 }
@@ -218,15 +226,9 @@ hvd_status_t hvd_join(int32_t* last_joined_rank) {
     request.name = hvdc::core::kJoinName;
     request.op_type = OpType::kJoin;
     request.dtype = HVD_UINT8;
-    hvd_op_args_t args;
-    HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(nullptr, &args));
-    auto op = std::make_shared<hvdc::core::OpState>(nullptr, nullptr);
-    hvdc::core::TensorEntry entry;
-    entry.request = std::move(request);
-    entry.state = op;
-    HVDC_RETURN_IF_ERROR(engine->enqueue(std::move(entry)));
-    HVDC_RETURN_IF_ERROR(op->wait(engine->spin_micros()));
-    if (last_joined_rank != nullptr) *last_joined_rank = op->join_rank();
+    int32_t last = -1;
+    HVDC_RETURN_IF_ERROR(hvdc::api::run_blocking(engine, std::move(request), &last));
+    if (last_joined_rank != nullptr) *last_joined_rank = last;
     return Status::ok();
   });
 }

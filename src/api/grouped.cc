@@ -75,6 +75,9 @@ Status grouped_allreduce(const hvd_tensor_t* inputs, void* const* outputs, size_
   HVDC_RETURN_IF_ERROR(current_engine(&engine));
   hvd_op_args_t op_args;
   HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &op_args));
+  hvdc::core::ProcessSetInfo set;
+  HVDC_RETURN_IF_ERROR(hvdc::api::member_process_set(engine->process_sets(), op_args.process_set,
+                                                     engine->topology().rank, &set));
   auto group = std::make_shared<Group>();
   group->parent = std::make_shared<OpState>(op_args.on_done, op_args.on_done_user_data);
   group->remaining = count;
@@ -85,10 +88,13 @@ Status grouped_allreduce(const hvd_tensor_t* inputs, void* const* outputs, size_
     HVDC_RETURN_IF_ERROR(check_member(inputs, outputs, names, i, &r));
     HVDC_RETURN_IF_ERROR(hvdc::api::check_reduce_op(reduce_op, r.dtype));
     r.op_type = hvdc::core::OpType::kAllreduce;
+    r.process_set = op_args.process_set;
     r.reduce_op = reduce_op;
     r.prescale = op_args.prescale_factor;
     r.postscale = op_args.postscale_factor;
-    if (names == nullptr) r.name = engine->auto_name(hvdc::core::OpType::kAllreduce);
+    if (names == nullptr) {
+      r.name = engine->auto_name(hvdc::core::OpType::kAllreduce, op_args.process_set);
+    }
     entries[i].input = inputs[i].data;
     entries[i].output = outputs[i];
     entries[i].state = std::make_shared<OpState>(nullptr, nullptr);

@@ -65,11 +65,6 @@ Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out) {
   }
   std::memcpy(out, args, std::min<size_t>(args->struct_size, sizeof(*out)));
   out->struct_size = sizeof(*out);
-  if (out->process_set != 0) {
-    return make_error(HVD_ERR_INVALID_ARGUMENT,
-                      "args->process_set %d does not exist (only 0, all ranks, exists)",
-                      out->process_set);
-  }
   if (!std::isfinite(out->prescale_factor) || !std::isfinite(out->postscale_factor)) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "args: scale factors must be finite (%g, %g)",
                       out->prescale_factor, out->postscale_factor);
@@ -96,6 +91,16 @@ Status check_reduce_op(int32_t reduce_op, int32_t dtype) {
     return Status(HVD_ERR_INVALID_ARGUMENT, "reduce_op average is not defined for bool tensors");
   }
   return Status::ok();
+}
+
+Status member_process_set(const core::ProcessSetTable& table, int32_t id, int my_rank,
+                          core::ProcessSetInfo* out) {
+  HVDC_RETURN_IF_ERROR(table.find(id, out).with_context("args->process_set"));
+  if (out->index >= 0) return Status::ok();
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "args->process_set: rank %d is not a member of %s; only members may call its "
+                    "collectives",
+                    my_rank, core::describe_process_set(id, out->ranks).c_str());
 }
 
 }  // namespace hvdc::api

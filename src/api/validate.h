@@ -3,6 +3,7 @@
 
 #include "common/status.h"
 #include "core/message.h"
+#include "core/process_set_table.h"
 #include "hvdc.h"
 
 namespace hvdc::api {
@@ -16,5 +17,8 @@ Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out);
 // The explicit name, or an error for an empty or too long one.
 Status check_name(const char* name);
 Status check_reduce_op(int32_t reduce_op, int32_t dtype);
+// The set an op runs on: it must exist and this rank must be a member.
+Status member_process_set(const core::ProcessSetTable& table, int32_t id, int my_rank,
+                          core::ProcessSetInfo* out);
 
 }  // namespace hvdc::api

@@ -6,6 +6,7 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "core/process_set_table.h"
 #include "hvdc.h"
 
 namespace hvdc::core {
@@ -16,7 +17,8 @@ namespace {
 
 // "rank 0: float32; ranks 1, 2: int32" — ranks grouped by the value they submitted.
 std::string describe(const std::vector<Request>& by_rank,
-                     const std::function<std::string(const Request&)>& value) {
+                     const std::function<std::string(const Request&)>& value,
+                     const std::vector<int>& labels) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;
   for (size_t r = 0; r < by_rank.size(); ++r) {
     std::string v = value(by_rank[r]);
@@ -26,7 +28,7 @@ std::string describe(const std::vector<Request>& by_rank,
       groups.push_back({v, {}});
       it = groups.end() - 1;
     }
-    it->second.push_back(static_cast<int>(r));
+    it->second.push_back(labels.empty() ? static_cast<int>(r) : labels[r]);
   }
   std::string out;
   for (const auto& [v, ranks] : groups) {
@@ -59,6 +61,12 @@ bool trailing_shape(OpType t) {
 bool is_broadcast(OpType t) {
   return t == OpType::kBroadcast;
 }
+bool creates_set(OpType t) {
+  return t == OpType::kProcessSetCreate;
+}
+bool destroys_set(OpType t) {
+  return t == OpType::kProcessSetDestroy;
+}
 
 std::string trailing_dims(const Request& r) {
   std::vector<int64_t> tail(r.shape.begin() + (r.shape.empty() ? 0 : 1), r.shape.end());
@@ -76,6 +84,8 @@ const std::vector<Check>& checks() {
        [](const Request& r) { return common::reduce_op_name(r.reduce_op); }},
       {"shape", trailing_shape, trailing_dims},
       {"root rank", is_broadcast, [](const Request& r) { return std::to_string(r.root); }},
+      {"ranks", creates_set, [](const Request& r) { return shape_string(r.shape); }},
+      {"process set", destroys_set, [](const Request& r) { return std::to_string(r.root); }},
       {"CPU/GPU device selection", always,
        [](const Request& r) { return r.device_type == HVD_DEVICE_CPU ? "CPU" : "GPU"; }},
   };
@@ -84,17 +94,24 @@ const std::vector<Check>& checks() {
 
 }  // namespace
 
-std::string find_mismatch(const std::string& name, const std::vector<Request>& by_rank) {
+std::string find_mismatch(const std::string& name, const std::vector<Request>& by_rank,
+                          const std::vector<int>& labels) {
   for (const Check& check : checks()) {
     if (!check.applies(by_rank[0].op_type)) continue;
     const std::string first = check.value(by_rank[0]);
     for (size_t r = 1; r < by_rank.size(); ++r) {
       if (check.value(by_rank[r]) == first) continue;
       return strfmt("Mismatched %s %s for tensor '%s': %s", op_type_name(by_rank[0].op_type),
-                    check.property, name.c_str(), describe(by_rank, check.value).c_str());
+                    check.property, name.c_str(), describe(by_rank, check.value, labels).c_str());
     }
   }
   return std::string();
+}
+
+void Controller::set_process_set(int32_t id, std::vector<int> ranks) {
+  process_set_ = id;
+  ranks_ = std::move(ranks);
+  stalls_.set_labels(describe_process_set(id, ranks_), ranks_);
 }
 
 bool Controller::complete(const Entry& entry) const {
@@ -160,13 +177,14 @@ std::vector<Response> Controller::check_stalls(StallInspector::Clock::time_point
     if (it == table_.end()) continue;
     Response response;
     response.kind = ResponseKind::kError;
+    response.process_set = process_set_;
     response.op_type = it->second.requests[first_present(it->second)].op_type;
     response.names.push_back(name);
     response.error_code = HVD_ERR_TIMEOUT;
     response.error_message = strfmt(
         "tensor '%s' was submitted by only %d of %d ranks and waited past the stall shutdown "
-        "time (HVDC_STALL_SHUTDOWN_TIME); rank 0's log lists the missing ranks",
-        name.c_str(), it->second.count, size_);
+        "time (HVDC_STALL_SHUTDOWN_TIME); rank %d's log lists the missing ranks",
+        name.c_str(), it->second.count, size_, ranks_.empty() ? 0 : ranks_[0]);
     table_.erase(it);
     stalls_.completed(name);
     if (timeline_ != nullptr && timeline_->active()) timeline_->negotiate_end(name);
@@ -185,18 +203,19 @@ int Controller::first_present(const Entry& entry) {
 Response Controller::construct(const std::string& name, const Entry& entry) const {
   Response response;
   const Request& first = entry.requests[first_present(entry)];
+  response.process_set = process_set_;
   response.op_type = first.op_type;
   response.names.push_back(name);
   std::string mismatch;
   if (joined_count_ == 0) {
-    mismatch = find_mismatch(name, entry.requests);
+    mismatch = find_mismatch(name, entry.requests, ranks_);
   } else {
     // Joined ranks submitted nothing: they stand in with the first request, agreeing with it.
     std::vector<Request> by_rank = entry.requests;
     for (int r = 0; r < size_; ++r) {
       if (!entry.present[r]) by_rank[r] = first;
     }
-    mismatch = find_mismatch(name, by_rank);
+    mismatch = find_mismatch(name, by_rank, ranks_);
   }
   if (mismatch.empty() && joined_count_ > 0 && first.op_type != OpType::kAllreduce &&
       first.op_type != OpType::kBarrier) {
@@ -222,6 +241,8 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
   response.postscale = first.postscale;
   if (response.op_type == OpType::kAllgather) {
     for (const Request& r : entry.requests) response.sizes.push_back(r.shape[0]);
+  } else if (response.op_type == OpType::kProcessSetCreate) {
+    response.sizes = first.shape;
   } else {
     response.counts.push_back(static_cast<int64_t>(element_count(first.shape)));
   }

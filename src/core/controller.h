@@ -24,6 +24,9 @@ class Controller {
 
   // Records negotiation spans there while it is active (rank 0 only; may be null).
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+  // For a process set other than 0: responses carry its id, and messages name it and its
+  // members by global rank (ranks[i] is rank i of the set).
+  void set_process_set(int32_t id, std::vector<int> ranks);
   // Records that `rank` has `request` ready.
   void add(int rank, Request request);
   // The responses of every tensor that became ready since the last call, in that order.
@@ -48,6 +51,8 @@ class Controller {
   static int first_present(const Entry& entry);
 
   int size_;
+  int32_t process_set_ = 0;
+  std::vector<int> ranks_;  // global rank of each set rank; empty for set 0
   std::unordered_map<std::string, Entry> table_;
   std::vector<std::string> ready_;
   std::vector<bool> joined_;  // ranks that called hvd_join since the last JOIN completed
@@ -59,6 +64,8 @@ class Controller {
 
 // The first metadata disagreement among per-rank requests for one tensor, in Horovod's order
 // (dtype, op, shape, scale factors, reduce op, allgather dims, root, device); empty if none.
-std::string find_mismatch(const std::string& name, const std::vector<Request>& by_rank);
+// Ranks are named by labels[i] when given (a process set's global ranks), else by index.
+std::string find_mismatch(const std::string& name, const std::vector<Request>& by_rank,
+                          const std::vector<int>& labels = {});
 
 }  // namespace hvdc::core

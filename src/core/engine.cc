@@ -25,10 +25,7 @@ std::string system_hostname() {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config)
-    : config_(config),
-      bootstrap_(std::move(bootstrap)),
-      cache_(config.cache_capacity),
-      invalid_bits_(cache_.words(), 0) {}
+    : config_(config), bootstrap_(std::move(bootstrap)) {}
 
 Status Engine::start(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config,
                      std::unique_ptr<Engine>* out) {
@@ -55,13 +52,16 @@ Status Engine::connect() {
   std::vector<std::string> hosts;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
   topology_ = compute_topology(rank, hosts);
+  process_sets_ = std::make_unique<ProcessSetTable>(size, rank);
+  ProcessSetInfo global;
+  HVDC_RETURN_IF_ERROR(process_sets_->find(0, &global));
+  add_set_state(global);
   if (rank == 0) {
-    controller_ = std::make_unique<Controller>(size, config_.stall_check_seconds,
-                                               config_.stall_shutdown_seconds);
     timeline_ = std::make_unique<Timeline>();
-    controller_->set_timeline(timeline_.get());
+    sets_[0]->controller->set_timeline(timeline_.get());
   }
   HVDC_RETURN_IF_ERROR(start_timeline_everywhere());
+  HVDC_RETURN_IF_ERROR(add_static_process_sets());
   if (size == 1) return Status::ok();  // a single rank needs no transport
   transport::UcxOptions options;
   options.rank = rank;
@@ -102,8 +102,12 @@ Status Engine::enqueue_group(std::vector<TensorEntry> entries) {
   return queue_.push_group(std::move(entries));
 }
 
-std::string Engine::auto_name(OpType type) {
-  uint64_t n = auto_name_counters_[static_cast<int>(type)].fetch_add(1);
+std::string Engine::auto_name(OpType type, int32_t process_set) {
+  uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(auto_name_mutex_);
+    n = auto_name_counters_[{process_set, type}]++;
+  }
   std::string op = op_type_name(type);
   for (char& c : op) c = static_cast<char>(c - 'A' + 'a');
   return common::strfmt("%s.noname.%llu", op.c_str(), static_cast<unsigned long long>(n));

@@ -15,7 +15,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/controller.h"
+#include "core/process_set_table.h"
 #include "core/response_cache.h"
+#include "core/set_state.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 #include "core/topology.h"
@@ -36,6 +38,7 @@ struct EngineConfig {
   int stall_shutdown_seconds = 300;  // 0: stalled ops never fail
   std::string timeline_path;         // rank 0 records a timeline there from the start
   bool timeline_mark_cycles = false;
+  std::string process_sets;  // static sets, "0,2;1,3" (HVDC_PROCESS_SETS)
 };
 
 // Counters since init; read from any thread.
@@ -62,6 +65,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const Topology& topology() const { return topology_; }
+  // Which process sets exist; any thread.
+  const ProcessSetTable& process_sets() const { return *process_sets_; }
   const EngineStats& stats() const { return stats_; }
   int spin_micros() const { return config_.spin_micros; }
 
@@ -69,8 +74,9 @@ class Engine {
   Status enqueue(TensorEntry entry);
   // All or none (a grouped submission).
   Status enqueue_group(std::vector<TensorEntry> entries);
-  // "<op>.noname.<N>", N counting this engine's unnamed calls of that op.
-  std::string auto_name(OpType type);
+  // "<op>.noname.<N>", N counting this engine's unnamed calls of that op in that process set
+  // (members of a set then agree on the names whatever other sets they call).
+  std::string auto_name(OpType type, int32_t process_set = 0);
   // Starts (or switches) and stops the timeline; on ranks other than 0 they do nothing.
   Status timeline_start(const std::string& path);
   void timeline_stop();
@@ -85,27 +91,41 @@ class Engine {
   Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config);
   Status connect();
   Status start_timeline_everywhere();
+  // process_sets.cc
+  Status add_static_process_sets();
+  void add_set_state(const ProcessSetInfo& info);
+  SetState* member_set(int32_t id);
+  Status create_process_set(const Response& response, std::vector<TensorEntry>& entries);
+  Status destroy_process_set(const Response& response);
   void run();
   bool step();
   void idle_wait();
 
   // negotiation.cc
   bool report_local_requests();
-  void send_uncached(std::vector<Request> requests);
+  void report_request(Request request, std::map<SetState*, std::vector<Request>>* uncached);
+  void send_uncached(SetState& set, std::vector<Request> requests);
   bool coordinate();
+  void add_remote_requests(int from, RequestList list);
+  bool take_coordinated(SetState& set);
   // rounds.cc
   bool progress_rounds();
   void send_round_message();
+  CacheBits announce_cache_bits(SetState& set);
   void complete_round();
-  std::vector<Response> take_cache_hits(const std::vector<uint64_t>& hits);
-  void cache_responses(const std::vector<Response>& responses);
-  void revalidate_pending_hits();
+  std::vector<Response> agree_cached(SetState& set,
+                                     const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                     const std::vector<Response>& negotiated);
+  std::vector<Response> take_cache_hits(SetState& set, const std::vector<uint64_t>& hits);
+  void cache_responses(SetState& set, const std::vector<Response>& responses);
+  void revalidate_pending_hits(SetState& set);
   bool expose_stalled_hits();
-  void demote_unjoinable_hits();
+  void demote_unjoinable_hits(SetState& set);
   // termination.cc
   bool poll_terminate();
   bool handle_abort_request();
   bool finish_peer_shutdown();
+  void note_peer_completed_ops(const std::vector<int64_t>& pairs);
   void terminate(const Status& status, bool notify_peers);
   Status interrupt_check();
   // engine_timeline.cc
@@ -118,8 +138,10 @@ class Engine {
   std::function<void(const char*, bool)> trace_phase(const Response& response);
   // execute.cc
   bool execute_responses();
+  void execute_one(Response response);
   void count_executed(const Response& response);
   Status execute(const Response& response, std::vector<TensorEntry>& entries);
+  Status run_collective(const Response& response, std::vector<TensorEntry>& entries);
   ops::cpu::Comm make_comm();
   Status run_allreduce(const Response& response, std::vector<TensorEntry>& entries);
   std::vector<ops::cpu::Piece> allreduce_pieces(const Response& response,
@@ -135,32 +157,25 @@ class Engine {
   EngineConfig config_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Transport> transport_;
-  std::unique_ptr<Controller> controller_;  // rank 0 only
   Topology topology_;
+  std::unique_ptr<ProcessSetTable> process_sets_;
+  // The sets this rank belongs to, by id (engine thread only). Set 0 is always there.
+  std::map<int32_t, std::unique_ptr<SetState>> sets_;
+  SetState* executing_ = nullptr;  // the set of the collective running now
   TensorQueue queue_;
   std::deque<Response> responses_;  // agreed, not yet executed (engine thread only)
-  uint64_t op_seq_ = 0;
   std::vector<char> scratch_;
   std::vector<char> staging_;
   std::vector<char> reduce_work_;  // reducescatter's accumulation copy
   EngineStats stats_;
 
   // Rounds of agreement (engine thread only; rounds.cc).
-  ResponseCache cache_;
   uint64_t round_ = 0;         // rounds completed
   bool in_round_ = false;      // this rank's message for round_ + 1 is out
   bool round_wanted_ = false;  // something new to announce
   std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
-  struct PendingHit {
-    uint32_t slot;
-    std::chrono::steady_clock::time_point since;
-  };
-  std::map<std::string, PendingHit> pending_hits_;  // ready here, cached
   std::chrono::steady_clock::time_point next_stall_check_;
-  std::vector<uint64_t> invalid_bits_;     // stale slots not yet announced
-  std::vector<Response> coordinator_out_;  // rank 0: negotiated, not yet announced
   bool warned_eviction_ = false;
-  uint64_t revalidated_generation_ = 0;        // cache generation pending hits were checked against
   bool self_joined_ = false;                   // hvd_join was called here and has not completed
   std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
   std::unique_ptr<Timeline> timeline_;         // rank 0 only
@@ -168,10 +183,12 @@ class Engine {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abort_requested_{false};
-  std::atomic<uint64_t> auto_name_counters_[kMaxOpType + 1] = {};
+  std::mutex auto_name_mutex_;
+  std::map<std::pair<int32_t, OpType>, uint64_t> auto_name_counters_;
   Status terminated_;            // engine thread only: non-ok once aborted or shut down
   bool peer_shut_down_ = false;  // a peer's shutdown notice arrived (engine thread only)
-  int64_t peer_shutdown_ops_ = 0;
+  // Per set shared with peers that shut down: the fewest collectives one of them completed.
+  std::map<int32_t, int64_t> peer_shutdown_ops_;
   Status peer_shutdown_status_;
 
   mutable std::mutex mutex_;  // guards the fields below

@@ -19,15 +19,31 @@ bool Engine::tracing() const {
   return timeline_ && timeline_->active();
 }
 
+namespace {
+
+// The timeline shows the data collectives of the global set (names are unique only per set).
+bool traced(const Response& r) {
+  return r.kind == ResponseKind::kExecute && r.process_set == 0 &&
+         static_cast<int>(r.op_type) <= static_cast<int>(OpType::kReducescatter);
+}
+
+}  // namespace
+
 // A cached tensor's negotiation starts when the first rank reports it in a round and ends in the
 // round where every rank has; each rank's tick marks the round it reported in.
 void Engine::trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMessage>>& messages,
                                       const std::vector<uint64_t>& hits) {
   if (!tracing()) return;
+  const ResponseCache& cache = sets_.at(0)->cache;
   for (size_t rank = 0; rank < messages.size(); ++rank) {
-    for_each_set_bit(messages[rank]->hits, [&](uint32_t slot) {
-      if (!cache_.used(slot)) return;
-      const Response& cached = cache_.response(slot);
+    const CacheBits* bits = nullptr;
+    for (const CacheBits& b : messages[rank]->sets) {
+      if (b.process_set == 0) bits = &b;
+    }
+    if (bits == nullptr) continue;
+    for_each_set_bit(bits->hits, [&](uint32_t slot) {
+      if (!cache.used(slot)) return;
+      const Response& cached = cache.response(slot);
       auto [it, fresh] = traced_hits_.try_emplace(slot, messages.size(), false);
       if (fresh) timeline_->negotiate_start(cached.names[0], op_type_name(cached.op_type));
       if (!it->second[rank]) timeline_->negotiate_rank_ready(cached.names[0], rank);
@@ -39,7 +55,7 @@ void Engine::trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMes
       ++it;
       continue;
     }
-    timeline_->negotiate_end(cache_.response(it->first).names[0]);
+    timeline_->negotiate_end(cache.response(it->first).names[0]);
     it = traced_hits_.erase(it);
   }
 }
@@ -48,7 +64,7 @@ void Engine::trace_queued(const std::vector<Response>& responses) {
   if (!tracing()) return;
   if (config_.timeline_mark_cycles) timeline_->mark_cycle();
   for (const Response& r : responses) {
-    if (r.kind != ResponseKind::kExecute) continue;
+    if (!traced(r)) continue;
     for (const std::string& name : r.names) {
       timeline_->op_start(name, op_type_name(r.op_type));
       timeline_->activity_start(name, "QUEUE");
@@ -57,7 +73,7 @@ void Engine::trace_queued(const std::vector<Response>& responses) {
 }
 
 void Engine::trace_execute(const Response& response, bool begin) {
-  if (!tracing() || response.kind != ResponseKind::kExecute) return;
+  if (!tracing() || !traced(response)) return;
   static const char* const kPhase[] = {"UCX_ALLREDUCE", "UCX_ALLGATHER", "UCX_BROADCAST",
                                        "UCX_BARRIER",   "UCX_ALLTOALL",  "UCX_REDUCESCATTER"};
   for (const std::string& name : response.names) {
@@ -71,7 +87,7 @@ void Engine::trace_execute(const Response& response, bool begin) {
 }
 
 void Engine::trace_done(const Response& response, const std::vector<TensorEntry>& entries) {
-  if (!tracing() || response.kind != ResponseKind::kExecute) return;
+  if (!tracing() || !traced(response)) return;
   for (const TensorEntry& e : entries) {
     timeline_->op_end(e.request.name, common::dtype_name(e.request.dtype),
                       shape_string(e.request.shape));
@@ -79,7 +95,7 @@ void Engine::trace_done(const Response& response, const std::vector<TensorEntry>
 }
 
 std::function<void(const char*, bool)> Engine::trace_phase(const Response& response) {
-  if (!tracing()) return nullptr;
+  if (!tracing() || !traced(response)) return nullptr;
   return [this, &response](const char* phase, bool begin) {
     for (const std::string& name : response.names) {
       if (begin) {

@@ -29,29 +29,38 @@ bool Engine::execute_responses() {
     if (finish_peer_shutdown()) break;
     Response response = std::move(responses_.front());
     responses_.pop_front();
-    ++op_seq_;
-    std::vector<TensorEntry> entries;
-    for (const std::string& name : response.names) {
-      TensorEntry entry;
-      if (queue_.take(name, &entry)) {
-        entries.push_back(std::move(entry));
-      } else if (response.kind != ResponseKind::kError) {
-        HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
-      }
-    }
-    trace_execute(response, true);
-    Status st = response.kind == ResponseKind::kError
-                    ? Status(response.error_code, response.error_message)
-                    : execute(response, entries);
-    trace_execute(response, false);
-    trace_done(response, entries);
-    count_executed(response);
-    for (TensorEntry& entry : entries) entry.state->complete(st);
-    // A negotiated error (mismatch, stall timeout) concerns its tensor only; a failed data
-    // transfer leaves the ranks out of step.
-    if (response.kind != ResponseKind::kError && is_fatal(st.code())) terminate(st, true);
+    execute_one(std::move(response));
   }
   return true;
+}
+
+void Engine::execute_one(Response response) {
+  SetState* set = member_set(response.process_set);
+  // Gone: destroyed earlier in this order on every member, which failed its pending ops.
+  if (set == nullptr) return;
+  ++set->op_seq;
+  std::vector<TensorEntry> entries;
+  for (const std::string& name : response.names) {
+    TensorEntry entry;
+    if (queue_.take(response.process_set, name, &entry)) {
+      entries.push_back(std::move(entry));
+    } else if (response.kind != ResponseKind::kError) {
+      HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
+    }
+  }
+  executing_ = set;
+  trace_execute(response, true);
+  Status st = response.kind == ResponseKind::kError
+                  ? Status(response.error_code, response.error_message)
+                  : execute(response, entries);
+  trace_execute(response, false);
+  trace_done(response, entries);
+  executing_ = nullptr;
+  count_executed(response);
+  for (TensorEntry& entry : entries) entry.state->complete(st);
+  // A negotiated error (mismatch, stall timeout) concerns its tensor only; a failed data
+  // transfer leaves the ranks out of step.
+  if (response.kind != ResponseKind::kError && is_fatal(st.code())) terminate(st, true);
 }
 
 void Engine::count_executed(const Response& response) {
@@ -65,12 +74,23 @@ void Engine::count_executed(const Response& response) {
 }
 
 Status Engine::execute(const Response& response, std::vector<TensorEntry>& entries) {
-  if (response.op_type == OpType::kJoin) {
-    for (TensorEntry& entry : entries) entry.state->set_join_rank(response.root);
-    self_joined_ = false;
-    return Status::ok();
+  switch (response.op_type) {
+    case OpType::kJoin:
+      for (TensorEntry& entry : entries) entry.state->set_result_value(response.root);
+      self_joined_ = false;
+      return Status::ok();
+    case OpType::kProcessSetCreate:
+      return create_process_set(response, entries);
+    case OpType::kProcessSetDestroy:
+      return destroy_process_set(response);
+    default:
+      return run_collective(response, entries);
   }
-  const bool joined_allreduce = self_joined_ && response.op_type == OpType::kAllreduce;
+}
+
+Status Engine::run_collective(const Response& response, std::vector<TensorEntry>& entries) {
+  const bool joined_allreduce =
+      self_joined_ && response.process_set == 0 && response.op_type == OpType::kAllreduce;
   if (entries.size() != response.names.size() && !joined_allreduce) {
     return make_error(HVD_ERR_INTERNAL, "%zu of the %zu tensors of a %s are not pending here",
                       response.names.size() - entries.size(), response.names.size(),
@@ -98,7 +118,9 @@ Status Engine::execute(const Response& response, std::vector<TensorEntry>& entri
     case OpType::kReducescatter:
       return run_reducescatter(response, entries[0]);
     case OpType::kJoin:
-      break;  // handled above
+    case OpType::kProcessSetCreate:
+    case OpType::kProcessSetDestroy:
+      break;  // not collectives over data (execute())
   }
   return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
 }
@@ -106,10 +128,10 @@ Status Engine::execute(const Response& response, std::vector<TensorEntry>& entri
 ops::cpu::Comm Engine::make_comm() {
   ops::cpu::Comm comm;
   comm.transport = transport_.get();
-  comm.members.resize(topology_.size);
-  for (int i = 0; i < topology_.size; ++i) comm.members[i] = i;
-  comm.index = topology_.rank;
-  comm.seq = op_seq_;
+  comm.members = executing_->info.ranks;
+  comm.index = executing_->info.index;
+  comm.context = executing_->info.context;
+  comm.seq = executing_->op_seq;
   comm.interrupt = [this] { return interrupt_check(); };
   comm.scratch = &scratch_;
   comm.staging = &staging_;
@@ -152,7 +174,7 @@ Status Engine::run_allreduce(const Response& response, std::vector<TensorEntry>&
   ops::cpu::ReduceSpec spec;
   spec.dtype = response.dtype;
   spec.op = response.reduce_op;
-  spec.divisor = response.reduce_op == HVD_OP_AVERAGE ? topology_.size : 1;
+  spec.divisor = response.reduce_op == HVD_OP_AVERAGE ? comm.size() : 1;
   spec.postscale = response.postscale;
   comm.trace = trace_phase(response);
   Status st = ops::cpu::allreduce(comm, ops::cpu::Pieces(std::move(pieces)), spec);
@@ -191,13 +213,13 @@ Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
   }
   char* out = nullptr;
   HVDC_RETURN_IF_ERROR(allocate_rows(entry, rows, &out));
-  size_t offset = 0;
-  for (int m = 0; m < topology_.rank; ++m) offset += block_bytes[m];
-  if (block_bytes[topology_.rank] > 0) {
-    std::memcpy(out + offset, entry.input, block_bytes[topology_.rank]);
-  }
-  if (topology_.size == 1) return Status::ok();
   ops::cpu::Comm comm = make_comm();
+  size_t offset = 0;
+  for (int m = 0; m < comm.index; ++m) offset += block_bytes[m];
+  if (block_bytes[comm.index] > 0) {
+    std::memcpy(out + offset, entry.input, block_bytes[comm.index]);
+  }
+  if (comm.size() == 1) return Status::ok();
   return ops::cpu::allgather_ring(comm, out, block_bytes)
       .with_context(common::strfmt("allgather of '%s'", r.name.c_str()));
 }
@@ -205,11 +227,11 @@ Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
 Status Engine::run_broadcast(TensorEntry& entry) {
   const Request& r = entry.request;
   const size_t bytes = element_count(r.shape) * common::dtype_size(r.dtype);
-  if (topology_.rank == r.root && entry.output != entry.input && bytes > 0) {
+  ops::cpu::Comm comm = make_comm();
+  if (comm.index == r.root && entry.output != entry.input && bytes > 0) {
     std::memmove(entry.output, entry.input, bytes);
   }
-  if (topology_.size == 1 || bytes == 0) return Status::ok();
-  ops::cpu::Comm comm = make_comm();
+  if (comm.size() == 1 || bytes == 0) return Status::ok();
   return ops::cpu::broadcast_tree(comm, entry.output, bytes, r.root)
       .with_context(common::strfmt("broadcast of '%s'", r.name.c_str()));
 }

@@ -25,12 +25,12 @@ std::vector<int64_t> even_split(int64_t rows, int n) {
 
 Status Engine::run_alltoall(TensorEntry& entry) {
   const Request& r = entry.request;
-  const int n = topology_.size;
+  ops::cpu::Comm comm = make_comm();
+  const int n = comm.size();
   const size_t row_bytes = element_count(r.shape, 1) * common::dtype_size(r.dtype);
   std::vector<int64_t> send_rows = entry.splits.empty() ? even_split(r.shape[0], n) : entry.splits;
   // Each rank learns how many rows every other rank sends it.
   std::vector<int64_t> recv_rows(n, 0);
-  ops::cpu::Comm comm = make_comm();
   const std::vector<size_t> counts(n, sizeof(int64_t));
   HVDC_RETURN_IF_ERROR(
       ops::cpu::alltoall_pairwise(comm, reinterpret_cast<const char*>(send_rows.data()), counts,
@@ -56,7 +56,8 @@ Status Engine::run_alltoall(TensorEntry& entry) {
 
 Status Engine::run_reducescatter(const Response& response, TensorEntry& entry) {
   const Request& r = entry.request;
-  const int n = topology_.size;
+  ops::cpu::Comm comm = make_comm();
+  const int n = comm.size();
   const size_t row_elems = element_count(r.shape, 1);
   const size_t count = element_count(r.shape);
   const size_t esize = common::dtype_size(r.dtype);
@@ -77,7 +78,6 @@ Status Engine::run_reducescatter(const Response& response, TensorEntry& entry) {
   spec.op = response.reduce_op;
   spec.divisor = response.reduce_op == HVD_OP_AVERAGE ? n : 1;
   spec.postscale = response.postscale;
-  ops::cpu::Comm comm = make_comm();
   return ops::cpu::reducescatter_ring(comm, work.data(), counts, entry.output, spec)
       .with_context(common::strfmt("reducescatter of '%s'", r.name.c_str()));
 }

@@ -10,8 +10,8 @@
 
 namespace hvdc::core {
 
-// Two responses may share a collective: both successful allreduces with the same dtype, reduce
-// op, scale factors and device.
+// Two responses may share a collective: both successful allreduces of the same process set with
+// the same dtype, reduce op, scale factors and device.
 bool fusable(const Response& a, const Response& b);
 
 // Merges each allreduce with the later compatible ones (looking past incompatible responses in

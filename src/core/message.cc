@@ -13,8 +13,10 @@ namespace {
 
 constexpr size_t kMaxReasonLength = 64 << 10;
 constexpr size_t kMaxErrorLength = 1 << 20;
-constexpr size_t kMinRequestBytes = 4 + 4 * 6 + 8 * 2 + 4;  // empty name and shape
-constexpr size_t kMinResponseBytes = 4 * 4 + 4 + 4 + 4 * 4 + 8 * 2 + 4;
+constexpr size_t kMinRequestBytes = 4 + 4 * 7 + 8 * 2 + 4;  // empty name and shape
+constexpr size_t kMinResponseBytes = 4 * 5 + 4 + 4 + 4 * 4 + 8 * 2 + 4;
+constexpr size_t kMinCacheBitsBytes = 4 + 4 + 4;
+constexpr size_t kMaxProcessSetsOnWire = 1 << 16;
 constexpr size_t kMaxCacheWords = (1 << 20) / 64;  // HVDC_CACHE_CAPACITY's limit
 constexpr size_t kMaxSizes = 1 << 20;              // one per rank
 
@@ -28,6 +30,7 @@ Status check_enum(int32_t value, int32_t max, const char* what) {
 Status read_request(WireReader& in, Request* r) {
   int32_t type = 0;
   HVDC_RETURN_IF_ERROR(in.str(&r->name, kMaxNameLength));
+  HVDC_RETURN_IF_ERROR(in.i32(&r->process_set));
   HVDC_RETURN_IF_ERROR(in.i32(&type));
   HVDC_RETURN_IF_ERROR(check_enum(type, kMaxOpType, "op type"));
   r->op_type = static_cast<OpType>(type);
@@ -46,6 +49,7 @@ Status read_response(WireReader& in, Response* r) {
   HVDC_RETURN_IF_ERROR(in.i32(&kind));
   HVDC_RETURN_IF_ERROR(check_enum(kind, static_cast<int32_t>(ResponseKind::kError), "response"));
   r->kind = static_cast<ResponseKind>(kind);
+  HVDC_RETURN_IF_ERROR(in.i32(&r->process_set));
   HVDC_RETURN_IF_ERROR(in.i32(&type));
   HVDC_RETURN_IF_ERROR(check_enum(type, kMaxOpType, "op type"));
   r->op_type = static_cast<OpType>(type);
@@ -69,6 +73,7 @@ void write_responses(WireWriter& out, const ResponseList& list) {
   out.u32(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) {
     out.i32(static_cast<int32_t>(r.kind));
+    out.i32(r.process_set);
     out.i32(static_cast<int32_t>(r.op_type));
     out.u32(static_cast<uint32_t>(r.names.size()));
     for (const std::string& name : r.names) out.str(name);
@@ -101,6 +106,30 @@ Status read_words(WireReader& in, std::vector<uint64_t>* words) {
   std::vector<int64_t> raw;
   HVDC_RETURN_IF_ERROR(in.i64s(&raw, kMaxCacheWords));
   words->assign(raw.begin(), raw.end());
+  return Status::ok();
+}
+
+void write_cache_bits(WireWriter& out, const std::vector<CacheBits>& sets) {
+  out.u32(static_cast<uint32_t>(sets.size()));
+  for (const CacheBits& bits : sets) {
+    out.i32(bits.process_set);
+    write_words(out, bits.hits);
+    write_words(out, bits.invalid);
+  }
+}
+
+Status read_cache_bits(WireReader& in, std::vector<CacheBits>* sets) {
+  uint32_t n = 0;
+  HVDC_RETURN_IF_ERROR(in.count(&n, kMinCacheBitsBytes));
+  if (n > kMaxProcessSetsOnWire) {
+    return common::make_error(HVD_ERR_INTERNAL, "malformed message: %u process sets", n);
+  }
+  sets->resize(n);
+  for (CacheBits& bits : *sets) {
+    HVDC_RETURN_IF_ERROR(in.i32(&bits.process_set));
+    HVDC_RETURN_IF_ERROR(read_words(in, &bits.hits));
+    HVDC_RETURN_IF_ERROR(read_words(in, &bits.invalid));
+  }
   return Status::ok();
 }
 
@@ -140,6 +169,10 @@ const char* op_type_name(OpType type) {
       return "REDUCESCATTER";
     case OpType::kJoin:
       return "JOIN";
+    case OpType::kProcessSetCreate:
+      return "PROCESS_SET_CREATE";
+    case OpType::kProcessSetDestroy:
+      return "PROCESS_SET_DESTROY";
   }
   return "UNKNOWN";
 }
@@ -149,6 +182,7 @@ std::string encode(const RequestList& list) {
   out.u32(static_cast<uint32_t>(list.requests.size()));
   for (const Request& r : list.requests) {
     out.str(r.name);
+    out.i32(r.process_set);
     out.i32(static_cast<int32_t>(r.op_type));
     out.i32(r.dtype);
     out.i32(r.reduce_op);
@@ -171,8 +205,7 @@ std::string encode(const ResponseList& list) {
 std::string encode(const RoundMessage& msg) {
   WireWriter out;
   out.i64(static_cast<int64_t>(msg.round));
-  write_words(out, msg.hits);
-  write_words(out, msg.invalid);
+  write_cache_bits(out, msg.sets);
   out.i32(msg.joined);
   write_responses(out, msg.responses);
   return out.take();
@@ -183,7 +216,7 @@ std::string encode(const Terminate& msg) {
   out.i32(msg.code);
   out.i32(msg.rank);
   out.str(msg.reason);
-  out.i64(msg.completed_ops);
+  out.i64s(msg.completed_ops);
   return out.take();
 }
 
@@ -207,8 +240,7 @@ Status decode(const std::string& bytes, RoundMessage* out) {
   int64_t round = 0;
   HVDC_RETURN_IF_ERROR(in.i64(&round));
   out->round = static_cast<uint64_t>(round);
-  HVDC_RETURN_IF_ERROR(read_words(in, &out->hits));
-  HVDC_RETURN_IF_ERROR(read_words(in, &out->invalid));
+  HVDC_RETURN_IF_ERROR(read_cache_bits(in, &out->sets));
   HVDC_RETURN_IF_ERROR(in.i32(&out->joined));
   HVDC_RETURN_IF_ERROR(read_responses(in, &out->responses));
   return in.finish();
@@ -219,7 +251,7 @@ Status decode(const std::string& bytes, Terminate* out) {
   HVDC_RETURN_IF_ERROR(in.i32(&out->code));
   HVDC_RETURN_IF_ERROR(in.i32(&out->rank));
   HVDC_RETURN_IF_ERROR(in.str(&out->reason, kMaxReasonLength));
-  HVDC_RETURN_IF_ERROR(in.i64(&out->completed_ops));
+  HVDC_RETURN_IF_ERROR(in.i64s(&out->completed_ops, 2 * kMaxProcessSetsOnWire));
   return in.finish();
 }
 

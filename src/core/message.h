@@ -19,9 +19,11 @@ enum class OpType : int32_t {
   kBarrier = 3,
   kAlltoall = 4,
   kReducescatter = 5,
-  kJoin = 6
+  kJoin = 6,
+  kProcessSetCreate = 7,  // on set 0; the request's shape carries the member ranks
+  kProcessSetDestroy = 8  // on set 0; the request's root carries the set's id
 };
-constexpr int32_t kMaxOpType = 6;
+constexpr int32_t kMaxOpType = 8;
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
 
 // "[2, 3]": a shape as messages, logs and the timeline print it.
@@ -35,6 +37,7 @@ constexpr const char* kJoinName = "join";  // hvd_join's tensor name on every ra
 
 struct Request {
   std::string name;
+  int32_t process_set = 0;
   OpType op_type = OpType::kAllreduce;
   int32_t dtype = 0;
   int32_t reduce_op = 0;
@@ -54,11 +57,12 @@ enum class ResponseKind : int32_t { kExecute = 0, kError = 1 };
 
 struct Response {
   ResponseKind kind = ResponseKind::kExecute;
+  int32_t process_set = 0;
   OpType op_type = OpType::kAllreduce;
   std::vector<std::string> names;
   int32_t error_code = 0;
   std::string error_message;
-  std::vector<int64_t> sizes;  // allgather: each rank's first dimension
+  std::vector<int64_t> sizes;  // allgather: each rank's first dimension; set creation: ranks
   // What every rank needs to run the op without its own request (fusion, the cache):
   int32_t dtype = 0;
   int32_t reduce_op = 0;
@@ -76,23 +80,31 @@ struct ResponseList {
   std::vector<Response> responses;
 };
 
-// One round of agreement among the ranks (see negotiation.cc): which cached tensors this rank has
-// ready, which cache entries it found stale, and (from the coordinator) newly negotiated responses.
-struct RoundMessage {
-  uint64_t round = 0;
+// One process set's part of a round message: which of the set's cached tensors the sender has
+// ready and which of its cache entries it found stale.
+struct CacheBits {
+  int32_t process_set = 0;
   std::vector<uint64_t> hits;     // bit i: cache slot i is ready here
   std::vector<uint64_t> invalid;  // bit i: cache slot i no longer matches what was submitted
-  int32_t joined = 0;             // 1: the sender has joined (hvd_join) and has no data
-  ResponseList responses;         // the coordinator's; empty from other ranks
+};
+
+// One round of agreement among the ranks (see rounds.cc): per process set of the sender, its
+// cache bits, and the responses it negotiated as the coordinator of some sets.
+struct RoundMessage {
+  uint64_t round = 0;
+  std::vector<CacheBits> sets;  // only sets with a bit set
+  int32_t joined = 0;           // 1: the sender has joined (hvd_join) and has no data
+  ResponseList responses;       // negotiated by the sender as a coordinator
 };
 
 struct Terminate {
   int32_t code = 0;  // HVD_ERR_ABORTED or HVD_ERR_SHUT_DOWN
   int32_t rank = -1;
   std::string reason;
-  // Shutdown: collectives the sender completed. Peers finish those too (their data is already
-  // on the way) before they give up on the sender.
-  int64_t completed_ops = 0;
+  // Shutdown: collectives the sender completed, per process set it belongs to (pairs of set id
+  // and count). Peers finish those too (their data is already on the way) before they give up
+  // on the sender.
+  std::vector<int64_t> completed_ops;
 };
 
 std::string encode(const RequestList& list);

@@ -1,6 +1,7 @@
 // Negotiation of tensors the response cache cannot settle: ranks report them to the coordinator
-// (rank 0), which checks that every rank's metadata agrees once all have reported a name. Its
-// responses reach the ranks through the next round (rounds.cc).
+// of their process set (its first member), which checks that every member's metadata agrees
+// once all have reported a name. Its responses reach the ranks through the next round
+// (rounds.cc).
 #include "common/log.h"
 #include "core/engine.h"
 
@@ -12,49 +13,65 @@ using transport::TagKind;
 bool Engine::report_local_requests() {
   std::vector<Request> fresh = queue_.pop_new();
   if (fresh.empty()) return false;
-  std::vector<Request> uncached;
-  for (Request& r : fresh) {
-    if (r.op_type == OpType::kJoin) {
-      self_joined_ = true;  // from now on this rank contributes zeros
-      round_wanted_ = true;
-    }
-    uint32_t slot = 0;
-    switch (cache_.lookup(r, &slot)) {
-      case ResponseCache::Lookup::kHit:
-        pending_hits_[r.name] = PendingHit{slot, std::chrono::steady_clock::now()};
-        round_wanted_ = true;
-        break;
-      case ResponseCache::Lookup::kInvalid:
-        set_bit(invalid_bits_, slot);
-        round_wanted_ = true;
-        uncached.push_back(std::move(r));
-        break;
-      case ResponseCache::Lookup::kMiss:
-        uncached.push_back(std::move(r));
-        break;
-    }
-  }
-  send_uncached(std::move(uncached));
+  std::map<SetState*, std::vector<Request>> uncached;
+  for (Request& r : fresh) report_request(std::move(r), &uncached);
+  for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
   return true;
 }
 
-void Engine::send_uncached(std::vector<Request> requests) {
+void Engine::report_request(Request r, std::map<SetState*, std::vector<Request>>* uncached) {
+  SetState* set = member_set(r.process_set);
+  if (set == nullptr) {
+    // Destroyed after the API checked it; the destruction failed everything pending before.
+    TensorEntry entry;
+    if (queue_.take(r.process_set, r.name, &entry)) {
+      entry.state->complete(common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                               "process set %d was destroyed before '%s' could run",
+                                               r.process_set, r.name.c_str()));
+    }
+    return;
+  }
+  if (r.op_type == OpType::kJoin) {
+    self_joined_ = true;  // from now on this rank contributes zeros
+    round_wanted_ = true;
+  }
+  uint32_t slot = 0;
+  switch (set->cache.lookup(r, &slot)) {
+    case ResponseCache::Lookup::kHit:
+      set->pending_hits[r.name] = PendingHit{slot, std::chrono::steady_clock::now()};
+      round_wanted_ = true;
+      break;
+    case ResponseCache::Lookup::kInvalid:
+      set_bit(set->invalid_bits, slot);
+      round_wanted_ = true;
+      (*uncached)[set].push_back(std::move(r));
+      break;
+    case ResponseCache::Lookup::kMiss:
+      (*uncached)[set].push_back(std::move(r));
+      break;
+  }
+}
+
+void Engine::send_uncached(SetState& set, std::vector<Request> requests) {
   if (requests.empty()) return;
   stats_.cache_misses += requests.size();
-  if (controller_) {
-    for (Request& r : requests) controller_->add(topology_.rank, std::move(r));
+  if (set.controller) {
+    for (Request& r : requests) set.controller->add(set.info.index, std::move(r));
     return;
   }
   ++stats_.coordinator_requests;
   RequestList list;
   list.requests = std::move(requests);
-  Status st =
-      transport_->send_message(0, make_tag(TagKind::kRequestList, topology_.rank, 0), encode(list));
-  if (!st.is_ok()) terminate(st.with_context("reporting ready tensors to rank 0"), true);
+  const int coordinator = set.info.ranks[0];
+  Status st = transport_->send_message(
+      coordinator, make_tag(TagKind::kRequestList, topology_.rank, 0), encode(list));
+  if (!st.is_ok()) {
+    terminate(st.with_context(common::strfmt("reporting ready tensors to rank %d", coordinator)),
+              true);
+  }
 }
 
 bool Engine::coordinate() {
-  if (!controller_) return false;
   bool busy = false;
   transport::Tag tag;
   std::string bytes;
@@ -62,23 +79,46 @@ bool Engine::coordinate() {
                                                 transport::kTagKindMask, &tag, &bytes)) {
     busy = true;
     RequestList list;
+    const int from = transport::tag_source(tag);
     Status st = decode(bytes, &list);
     if (!st.is_ok()) {
       // Which tensors it named is unknown, so they could never complete: fail everything
       // rather than let the ranks wait.
-      terminate(
-          st.with_context(common::strfmt("request list from rank %d", transport::tag_source(tag))),
-          true);
+      terminate(st.with_context(common::strfmt("request list from rank %d", from)), true);
       return true;
     }
-    for (Request& r : list.requests) controller_->add(transport::tag_source(tag), std::move(r));
+    add_remote_requests(from, std::move(list));
   }
-  std::vector<Response> ready = controller_->take_ready();
-  for (Response& r : controller_->check_stalls(std::chrono::steady_clock::now())) {
+  for (auto& [id, set] : sets_) busy |= take_coordinated(*set);
+  return busy;
+}
+
+// Requests of a set this rank coordinates. One for a set destroyed meanwhile is dropped: the
+// destruction already failed it on its rank.
+void Engine::add_remote_requests(int from, RequestList list) {
+  for (Request& r : list.requests) {
+    SetState* set = member_set(r.process_set);
+    if (set == nullptr || !set->controller) continue;
+    const auto& ranks = set->info.ranks;
+    auto it = std::lower_bound(ranks.begin(), ranks.end(), from);
+    if (it == ranks.end() || *it != from) {
+      HVDC_LOG_ERROR("rank %d reported '%s' for process set %d, which it is not a member of", from,
+                     r.name.c_str(), r.process_set);
+      continue;
+    }
+    set->controller->add(static_cast<int>(it - ranks.begin()), std::move(r));
+  }
+}
+
+// Moves what the set's coordinator negotiated (or failed as stalled) into the next round.
+bool Engine::take_coordinated(SetState& set) {
+  if (!set.controller) return false;
+  std::vector<Response> ready = set.controller->take_ready();
+  for (Response& r : set.controller->check_stalls(std::chrono::steady_clock::now())) {
     ready.push_back(std::move(r));
   }
-  if (ready.empty()) return busy;
-  for (Response& r : ready) coordinator_out_.push_back(std::move(r));
+  if (ready.empty()) return false;
+  for (Response& r : ready) set.coordinator_out.push_back(std::move(r));
   round_wanted_ = true;
   return true;
 }

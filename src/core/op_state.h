@@ -45,9 +45,10 @@ class OpState {
   // Alltoall: rows received from each rank (engine thread sets it before completing).
   void set_received_splits(std::vector<int64_t> splits) { received_splits_ = std::move(splits); }
   const std::vector<int64_t>& received_splits() const { return received_splits_; }
-  // Join: the last rank to join (engine thread sets it before completing).
-  void set_join_rank(int32_t rank) { join_rank_ = rank; }
-  int32_t join_rank() const { return join_rank_; }
+  // The op's one-number result (join: the last rank to join; process set creation: the new
+  // set's id). The engine thread sets it before completing.
+  void set_result_value(int32_t value) { result_value_ = value; }
+  int32_t result_value() const { return result_value_; }
 
  private:
   hvd_done_fn on_done_;
@@ -65,7 +66,7 @@ class OpState {
   hvd_tensor_t output_ = {};
   bool has_output_ = false;
   std::vector<int64_t> received_splits_;
-  int32_t join_rank_ = -1;
+  int32_t result_value_ = -1;
 };
 
 }  // namespace hvdc::core

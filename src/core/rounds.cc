@@ -1,11 +1,12 @@
 // Rounds of agreement. A round is an exchange in which every rank sends every other rank one
-// RoundMessage: the cache slots of tensors it has ready, the slots it found stale, and (from
-// the coordinator) newly negotiated responses. Any rank with something new to announce starts
-// the next round; a rank that hears of a round it has not joined joins it at once with what it
-// has. Once a rank holds all messages of a round it computes, like every other rank, the same
-// list: the coordinator's responses, then the cached tensors ready everywhere (the AND of the
-// hit bits) in slot order. Rounds complete in the same order everywhere, so every rank executes
-// the same collectives in the same order, and warm steps never wait for the coordinator.
+// RoundMessage: per process set of the sender, the cache slots of tensors it has ready and the
+// slots it found stale, and the responses it negotiated as a set's coordinator. Any rank with
+// something new to announce starts the next round; a rank that hears of a round it has not
+// joined joins it at once with what it has. Once a rank holds all messages of a round it
+// computes, like every other rank, the same order: the coordinators' responses, then per set the
+// cached tensors ready on every member (the AND of their hit bits) in slot order, and keeps the
+// part of its own sets. Rounds complete in the same order everywhere, so any two ranks execute
+// the collectives they share in the same order, and warm steps never wait for a coordinator.
 #include "common/log.h"
 #include "core/engine.h"
 #include "core/fusion.h"
@@ -58,21 +59,15 @@ bool Engine::progress_rounds() {
 void Engine::send_round_message() {
   auto mine = std::make_unique<RoundMessage>();
   mine->round = round_ + 1;
-  mine->hits.assign(cache_.words(), 0);
-  for (const auto& [name, hit] : pending_hits_) set_bit(mine->hits, hit.slot);
-  if (self_joined_) {
-    // Having joined, this rank agrees to every cached allreduce: it will contribute zeros.
-    mine->joined = 1;
-    for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-      if (cache_.used(slot) && cache_.response(slot).op_type == OpType::kAllreduce) {
-        set_bit(mine->hits, slot);
-      }
-    }
+  for (auto& [id, set] : sets_) {
+    CacheBits bits = announce_cache_bits(*set);
+    if (!bits.hits.empty() || !bits.invalid.empty()) mine->sets.push_back(std::move(bits));
   }
-  mine->invalid = invalid_bits_;
-  invalid_bits_.assign(cache_.words(), 0);
-  mine->responses.responses = std::move(coordinator_out_);
-  coordinator_out_.clear();
+  mine->joined = self_joined_ ? 1 : 0;
+  for (auto& [id, set] : sets_) {
+    for (Response& r : set->coordinator_out) mine->responses.responses.push_back(std::move(r));
+    set->coordinator_out.clear();
+  }
   round_wanted_ = false;
   in_round_ = true;
   if (transport_) {
@@ -92,101 +87,167 @@ void Engine::send_round_message() {
   slot[topology_.rank] = std::move(mine);
 }
 
+// The set's cache slots ready here and found stale here; empty vectors when there are none.
+CacheBits Engine::announce_cache_bits(SetState& set) {
+  CacheBits bits;
+  bits.process_set = set.info.id;
+  const bool joined_here = self_joined_ && set.info.id == 0;
+  if (!set.pending_hits.empty() || joined_here) {
+    bits.hits.assign(set.cache.words(), 0);
+    for (const auto& [name, hit] : set.pending_hits) set_bit(bits.hits, hit.slot);
+  }
+  if (joined_here) {
+    // Having joined, this rank agrees to every cached allreduce: it will contribute zeros.
+    for (uint32_t slot = 0; slot < set.cache.capacity(); ++slot) {
+      if (set.cache.used(slot) && set.cache.response(slot).op_type == OpType::kAllreduce) {
+        set_bit(bits.hits, slot);
+      }
+    }
+  }
+  bool stale = false;
+  for (uint64_t w : set.invalid_bits) stale |= w != 0;
+  if (stale) {
+    bits.invalid = std::move(set.invalid_bits);
+    set.invalid_bits.assign(set.cache.words(), 0);
+  }
+  return bits;
+}
+
+// Every rank derives the same order: the coordinators' responses in rank order, then per set
+// (ascending id) its cached tensors ready on every member. A rank keeps the part of its sets,
+// so any two ranks run the collectives they share in the same relative order.
 void Engine::complete_round() {
   auto node = inbox_.extract(round_ + 1);
   std::vector<std::unique_ptr<RoundMessage>>& messages = node.mapped();
-  std::vector<uint64_t> hits = messages[0]->hits, invalid(cache_.words(), 0);
-  // A joined rank reports every cached allreduce as ready; a tensor runs only when some rank
-  // that has not joined actually submitted it.
-  std::vector<uint64_t> wanted(hits.size(), 0);
-  for (const auto& m : messages) {
-    for (size_t w = 0; w < hits.size(); ++w) {
-      const uint64_t bits = w < m->hits.size() ? m->hits[w] : 0;
-      hits[w] &= bits;
-      if (!m->joined) wanted[w] |= bits;
-      invalid[w] |= w < m->invalid.size() ? m->invalid[w] : 0;
+  std::vector<Response> list;
+  for (auto& m : messages) {
+    for (Response& r : m->responses.responses) {
+      if (member_set(r.process_set) != nullptr) list.push_back(std::move(r));
     }
   }
-  for (size_t w = 0; w < hits.size(); ++w) hits[w] &= wanted[w];
-  trace_cached_negotiation(messages, hits);
-  bool peer_joined = false;
-  for (const auto& m : messages) peer_joined |= m->joined != 0;
-  if (peer_joined) demote_unjoinable_hits();
-  std::vector<Response> list = std::move(messages[0]->responses.responses);
-  std::vector<Response> cached = take_cache_hits(hits);
-  for_each_set_bit(invalid, [&](uint32_t slot) { cache_.erase(slot); });
-  cache_responses(list);
+  std::vector<Response> cached;
+  for (auto& [id, set] : sets_) {
+    for (Response& r : agree_cached(*set, messages, list)) cached.push_back(std::move(r));
+  }
   for (Response& r : cached) list.push_back(std::move(r));
   ++round_;
   in_round_ = false;
   ++stats_.rounds;
-  revalidate_pending_hits();
+  for (auto& [id, set] : sets_) revalidate_pending_hits(*set);
   trace_queued(list);
   for (Response& r : fuse_responses(std::move(list), config_.fusion_threshold)) {
     responses_.push_back(std::move(r));
   }
 }
 
-std::vector<Response> Engine::take_cache_hits(const std::vector<uint64_t>& hits) {
+namespace {
+
+const CacheBits* bits_of(const RoundMessage& m, int32_t id) {
+  for (const CacheBits& bits : m.sets) {
+    if (bits.process_set == id) return &bits;
+  }
+  return nullptr;
+}
+
+uint64_t word_at(const std::vector<uint64_t>& words, size_t w) {
+  return w < words.size() ? words[w] : 0;
+}
+
+}  // namespace
+
+// One set's share of a completed round: the AND of its members' hit bits (a joined rank reports
+// every cached allreduce as ready, so a tensor runs only when some rank that has not joined
+// submitted it), the stale entries, and the cache updates. Returns the cached tensors to run.
+std::vector<Response> Engine::agree_cached(
+    SetState& set, const std::vector<std::unique_ptr<RoundMessage>>& messages,
+    const std::vector<Response>& negotiated) {
+  const size_t words = set.cache.words();
+  std::vector<uint64_t> hits(words, ~uint64_t{0}), wanted(words, 0), invalid(words, 0);
+  bool peer_joined = false;
+  for (int member : set.info.ranks) {
+    const RoundMessage& m = *messages[member];
+    const CacheBits* bits = bits_of(m, set.info.id);
+    const bool joined = set.info.id == 0 && m.joined != 0;
+    peer_joined |= joined;
+    for (size_t w = 0; w < words; ++w) {
+      const uint64_t ready = bits ? word_at(bits->hits, w) : 0;
+      hits[w] &= ready;
+      if (!joined) wanted[w] |= ready;
+      invalid[w] |= bits ? word_at(bits->invalid, w) : 0;
+    }
+  }
+  for (size_t w = 0; w < words; ++w) hits[w] &= wanted[w];
+  if (set.info.id == 0) trace_cached_negotiation(messages, hits);
+  if (peer_joined) demote_unjoinable_hits(set);
+  std::vector<Response> cached = take_cache_hits(set, hits);
+  for_each_set_bit(invalid, [&](uint32_t slot) { set.cache.erase(slot); });
+  cache_responses(set, negotiated);
+  return cached;
+}
+
+std::vector<Response> Engine::take_cache_hits(SetState& set, const std::vector<uint64_t>& hits) {
   std::vector<Response> out;
   for_each_set_bit(hits, [&](uint32_t slot) {
-    out.push_back(cache_.response(slot));
-    cache_.touch(slot);
-    pending_hits_.erase(out.back().names[0]);
+    out.push_back(set.cache.response(slot));
+    set.cache.touch(slot);
+    set.pending_hits.erase(out.back().names[0]);
   });
   stats_.cache_hits += out.size();
   return out;
 }
 
-void Engine::cache_responses(const std::vector<Response>& responses) {
+// Caches the set's newly negotiated responses (`responses` holds every set's).
+void Engine::cache_responses(SetState& set, const std::vector<Response>& responses) {
+  if (set.cache.capacity() == 0) return;
   for (const Response& r : responses) {
-    if (!ResponseCache::cacheable(r) || cache_.capacity() == 0) continue;
+    if (r.process_set != set.info.id || !ResponseCache::cacheable(r)) continue;
     Request local;
-    if (!queue_.request_of(r.names[0], &local)) {
-      // Every rank submitted it, so this cannot happen while the engine runs; caching it anyway
-      // (with metadata no request matches) keeps the caches identical on every rank.
+    if (!queue_.request_of(set.info.id, r.names[0], &local)) {
+      // Every member submitted it, so this cannot happen while the engine runs; caching it
+      // anyway (with metadata no request matches) keeps the caches identical on every member.
       local.name = r.names[0];
+      local.process_set = set.info.id;
       local.dtype = -1;
     }
-    if (cache_.put(r, local)) continue;
+    if (set.cache.put(r, local)) continue;
     ++stats_.cache_evictions;
-    if (!warned_eviction_ && topology_.rank == 0) {
+    if (!warned_eviction_ && set.coordinator()) {
       warned_eviction_ = true;
       HVDC_LOG_WARNING(
           "the response cache is full (HVDC_CACHE_CAPACITY=%zu entries) and evicts tensors; "
           "raise it above the number of distinct tensors per step, or set 0 to disable it",
-          cache_.capacity());
+          set.cache.capacity());
     }
   }
 }
 
 // Cached tensors still waiting may have lost their slot this round (evicted or found stale):
 // those go to the coordinator instead.
-void Engine::revalidate_pending_hits() {
+void Engine::revalidate_pending_hits(SetState& set) {
   // Slots move only when entries come or go; most rounds change none.
-  if (cache_.generation() == revalidated_generation_) return;
-  revalidated_generation_ = cache_.generation();
+  if (set.cache.generation() == set.revalidated_generation) return;
+  set.revalidated_generation = set.cache.generation();
   std::vector<Request> demoted;
-  for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
+  for (auto it = set.pending_hits.begin(); it != set.pending_hits.end();) {
     Request request;
-    if (!queue_.request_of(it->first, &request)) {
-      it = pending_hits_.erase(it);  // no longer in flight (cannot happen while running)
+    if (!queue_.request_of(set.info.id, it->first, &request)) {
+      it = set.pending_hits.erase(it);  // no longer in flight (cannot happen while running)
       continue;
     }
     uint32_t slot = 0;
-    const ResponseCache::Lookup found = cache_.lookup(request, &slot);
+    const ResponseCache::Lookup found = set.cache.lookup(request, &slot);
     if (found == ResponseCache::Lookup::kHit) {
       if (it->second.slot != slot) round_wanted_ = true;  // announce the new slot
       it->second.slot = slot;
       ++it;
       continue;
     }
-    if (found == ResponseCache::Lookup::kInvalid) set_bit(invalid_bits_, slot);
+    if (found == ResponseCache::Lookup::kInvalid) set_bit(set.invalid_bits, slot);
     demoted.push_back(std::move(request));
-    it = pending_hits_.erase(it);
+    it = set.pending_hits.erase(it);
   }
   if (!demoted.empty()) round_wanted_ = true;
-  send_uncached(std::move(demoted));
+  send_uncached(set, std::move(demoted));
 }
 
 }  // namespace hvdc::core
@@ -195,27 +256,29 @@ namespace hvdc::core {
 
 // Only allreduces run while a rank has joined: other cached ops go to the coordinator, which
 // fails them on every rank.
-void Engine::demote_unjoinable_hits() {
-  for (const auto& [name, hit] : pending_hits_) {
-    if (cache_.response(hit.slot).op_type == OpType::kAllreduce) continue;
-    set_bit(invalid_bits_, hit.slot);
+void Engine::demote_unjoinable_hits(SetState& set) {
+  for (const auto& [name, hit] : set.pending_hits) {
+    if (set.cache.response(hit.slot).op_type == OpType::kAllreduce) continue;
+    set_bit(set.invalid_bits, hit.slot);
     round_wanted_ = true;
   }
 }
 
 // A cached tensor that waits longer than the stall check time is missing on some rank; only the
-// coordinator can say which. Marking its slot stale makes every rank send it there.
+// coordinator can say which. Marking its slot stale makes every member send it there.
 bool Engine::expose_stalled_hits() {
-  if (config_.stall_check_seconds <= 0 || pending_hits_.empty()) return false;
+  if (config_.stall_check_seconds <= 0) return false;
   const auto now = std::chrono::steady_clock::now();
   if (now < next_stall_check_) return false;
   next_stall_check_ = now + std::chrono::milliseconds(100);
   const auto limit = std::chrono::seconds(config_.stall_check_seconds);
   bool any = false;
-  for (const auto& [name, hit] : pending_hits_) {
-    if (now - hit.since < limit) continue;
-    set_bit(invalid_bits_, hit.slot);
-    any = true;
+  for (auto& [id, set] : sets_) {
+    for (const auto& [name, hit] : set->pending_hits) {
+      if (now - hit.since < limit) continue;
+      set_bit(set->invalid_bits, hit.slot);
+      any = true;
+    }
   }
   round_wanted_ |= any;
   return any;

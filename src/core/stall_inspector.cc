@@ -101,11 +101,11 @@ std::vector<const StallInspector::Entry*> StallInspector::scan(Clock::time_point
 
 std::string StallInspector::format_warning(const std::vector<const Entry*>& stalled) {
   std::string text = common::strfmt(
-      "Stalled tensors: some tensors were submitted by only a subset of the ranks and have "
+      "Stalled tensors%s%s: some tensors were submitted by only a subset of the ranks and have "
       "waited more than %g seconds for the others. This usually means that the ranks submitted "
       "different tensors (other names, or ops issued only on some ranks) or that some ranks "
       "stopped submitting (hung, crashed, or left the training loop early).",
-      listed_after_seconds_);
+      scope_.empty() ? "" : " in ", scope_.c_str(), listed_after_seconds_);
   if (shutdown_seconds_ > 0) {
     text += common::strfmt(
         " After %g seconds of waiting these ops fail on every rank with HVD_ERR_TIMEOUT; names "
@@ -143,7 +143,8 @@ std::string StallInspector::format_missing_ranks(const std::vector<const Entry*>
   for (int rank = 0; rank < size_; ++rank) {
     if (counts[rank] == 0) continue;
     if (!text.empty()) text += '\n';
-    text += std::to_string(rank) + ": [" + lines[rank] + "]";
+    const int label = rank_labels_.empty() ? rank : rank_labels_[rank];
+    text += std::to_string(label) + ": [" + lines[rank] + "]";
   }
   return text;
 }

@@ -39,6 +39,12 @@ class StallInspector {
   StallInspector(int size, double check_seconds, double shutdown_seconds);
 
   bool enabled() const { return enabled_; }
+  // For a process set other than 0: warnings name it (`scope`, e.g. "process set 1 (ranks
+  // [0, 2])") and list missing ranks by global rank (ranks[i] for rank i of the set).
+  void set_labels(std::string scope, std::vector<int> ranks) {
+    scope_ = std::move(scope);
+    rank_labels_ = std::move(ranks);
+  }
 
   // `rank` reported `name` ready at `now`; the first report of a name starts its clock. Ranks
   // outside [0, size) are ignored.
@@ -90,6 +96,9 @@ class StallInspector {
   double listed_after_seconds_;
   double shutdown_seconds_;
   bool shutdown_note_pending_;  // the "shutdown <= check" note is still to be said
+
+  std::string scope_;
+  std::vector<int> rank_labels_;  // empty: set ranks are global ranks
 
   std::unordered_map<std::string, Pending> pending_;
   uint64_t next_order_ = 0;

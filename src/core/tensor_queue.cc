@@ -16,7 +16,7 @@ TensorQueue::~TensorQueue() {
 Status TensorQueue::push(TensorEntry entry) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    HVDC_RETURN_IF_ERROR(check_push_locked(entry.request.name));
+    HVDC_RETURN_IF_ERROR(check_push_locked(key_of(entry.request)));
     insert_locked(std::move(entry));
   }
   wake();
@@ -27,10 +27,10 @@ Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < entries.size(); ++i) {
-      const std::string& name = entries[i].request.name;
-      HVDC_RETURN_IF_ERROR(check_push_locked(name));
+      const Key key = key_of(entries[i].request);
+      HVDC_RETURN_IF_ERROR(check_push_locked(key));
       for (size_t j = 0; j < i; ++j) {
-        if (entries[j].request.name == name) return duplicate(name);
+        if (key_of(entries[j].request) == key) return duplicate(key);
       }
     }
     for (TensorEntry& entry : entries) insert_locked(std::move(entry));
@@ -39,51 +39,67 @@ Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
   return Status::ok();
 }
 
-Status TensorQueue::duplicate(const std::string& name) {
+Status TensorQueue::duplicate(const Key& key) {
+  const std::string where =
+      key.first == 0 ? std::string() : common::strfmt(" in process set %d", key.first);
   return common::make_error(HVD_ERR_DUPLICATE_NAME,
-                            "a tensor named '%s' is already in flight; wait for it or use another "
-                            "name",
-                            name.c_str());
+                            "a tensor named '%s' is already in flight%s; wait for it or use "
+                            "another name",
+                            key.second.c_str(), where.c_str());
 }
 
-Status TensorQueue::check_push_locked(const std::string& name) const {
+Status TensorQueue::check_push_locked(const Key& key) const {
   if (closed_) return close_status_;
-  return entries_.count(name) != 0 ? duplicate(name) : Status::ok();
+  return entries_.count(key) != 0 ? duplicate(key) : Status::ok();
 }
 
 void TensorQueue::insert_locked(TensorEntry entry) {
-  fresh_.push_back(entry.request.name);
-  std::string name = entry.request.name;
-  entries_.emplace(std::move(name), std::move(entry));
+  Key key = key_of(entry.request);
+  fresh_.push_back(key);
+  entries_.emplace(std::move(key), std::move(entry));
 }
 
 std::vector<Request> TensorQueue::pop_new() {
   std::vector<Request> out;
   std::lock_guard<std::mutex> lock(mutex_);
   out.reserve(fresh_.size());
-  for (const std::string& name : fresh_) {
-    auto it = entries_.find(name);
+  for (const Key& key : fresh_) {
+    auto it = entries_.find(key);
     if (it != entries_.end()) out.push_back(it->second.request);
   }
   fresh_.clear();
   return out;
 }
 
-bool TensorQueue::request_of(const std::string& name, Request* out) const {
+bool TensorQueue::request_of(int32_t process_set, const std::string& name, Request* out) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(name);
+  auto it = entries_.find(Key(process_set, name));
   if (it == entries_.end()) return false;
   *out = it->second.request;
   return true;
 }
 
-bool TensorQueue::take(const std::string& name, TensorEntry* out) {
+bool TensorQueue::take(int32_t process_set, const std::string& name, TensorEntry* out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(name);
+  auto it = entries_.find(Key(process_set, name));
   if (it == entries_.end()) return false;
   *out = std::move(it->second);
   entries_.erase(it);
   return true;
+}
+
+std::vector<TensorEntry> TensorQueue::take_set(int32_t process_set) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<TensorEntry> out;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->first.first != process_set) {
+      ++it;
+      continue;
+    }
+    out.push_back(std::move(it->second));
+    it = entries_.erase(it);
+  }
+  return out;
 }
 
 std::vector<TensorEntry> TensorQueue::close(const common::Status& status) {
@@ -93,7 +109,7 @@ std::vector<TensorEntry> TensorQueue::close(const common::Status& status) {
     close_status_ = status;
   }
   std::vector<TensorEntry> out;
-  for (auto& [name, entry] : entries_) out.push_back(std::move(entry));
+  for (auto& [key, entry] : entries_) out.push_back(std::move(entry));
   entries_.clear();
   fresh_.clear();
   return out;

@@ -1,12 +1,13 @@
 // Submitted tensors waiting for negotiation and execution. API threads push; the engine thread
 // pops new requests to report, and takes entries out when their response arrives. Names in
-// flight are unique: a second push of the same name fails at once.
+// flight are unique per process set: a second push of the same name to a set fails at once.
 #pragma once
 
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/message.h"
@@ -35,10 +36,12 @@ class TensorQueue {
   Status push_group(std::vector<TensorEntry> entries);
   // Requests pushed since the last call, in push order.
   std::vector<Request> pop_new();
-  // A copy of the request of `name`; false if it is not in flight.
-  bool request_of(const std::string& name, Request* out) const;
-  // Removes and returns the entry of `name`; false if it is not in flight.
-  bool take(const std::string& name, TensorEntry* out);
+  // A copy of the request of `name` in `process_set`; false if it is not in flight.
+  bool request_of(int32_t process_set, const std::string& name, Request* out) const;
+  // Removes and returns the entry of `name` in `process_set`; false if it is not in flight.
+  bool take(int32_t process_set, const std::string& name, TensorEntry* out);
+  // Removes and returns every entry of a process set.
+  std::vector<TensorEntry> take_set(int32_t process_set);
   // Rejects later pushes with `status` and returns every entry still in flight.
   std::vector<TensorEntry> close(const common::Status& status);
   // Readable when something was pushed (an eventfd); the engine sleeps on it.
@@ -48,13 +51,20 @@ class TensorQueue {
   size_t in_flight() const;
 
  private:
-  static Status duplicate(const std::string& name);
-  Status check_push_locked(const std::string& name) const;  // closed, or name in flight
+  using Key = std::pair<int32_t, std::string>;  // process set, name
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      return std::hash<std::string>()(key.second) ^ static_cast<size_t>(key.first);
+    }
+  };
+  static Key key_of(const Request& r) { return {r.process_set, r.name}; }
+  static Status duplicate(const Key& key);
+  Status check_push_locked(const Key& key) const;  // closed, or name in flight
   void insert_locked(TensorEntry entry);
 
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, TensorEntry> entries_;
-  std::deque<std::string> fresh_;
+  std::unordered_map<Key, TensorEntry, KeyHash> entries_;
+  std::deque<Key> fresh_;
   bool closed_ = false;
   common::Status close_status_;
   int wake_fd_ = -1;

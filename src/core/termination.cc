@@ -27,8 +27,11 @@ void Engine::terminate(const Status& status, bool notify_peers) {
     HVDC_LOG_ERROR("%s", status.message().c_str());
   }
   if (notify_peers && transport_) {
-    Terminate notice{status.code(), topology_.rank, status.message(),
-                     static_cast<int64_t>(op_seq_)};
+    Terminate notice{status.code(), topology_.rank, status.message(), {}};
+    for (const auto& [id, set] : sets_) {
+      notice.completed_ops.push_back(id);
+      notice.completed_ops.push_back(static_cast<int64_t>(set->op_seq));
+    }
     const std::string encoded = encode(notice);
     for (int p = 0; p < topology_.size; ++p) {
       if (p == topology_.rank) continue;
@@ -56,9 +59,7 @@ bool Engine::poll_terminate() {
     } else if (notice.code == HVD_ERR_SHUT_DOWN) {
       // A rank that shut down completed its collectives first; those still running here can
       // finish with the data it already sent. Give up on it only after them.
-      if (!peer_shut_down_ || notice.completed_ops < peer_shutdown_ops_) {
-        peer_shutdown_ops_ = notice.completed_ops;
-      }
+      note_peer_completed_ops(notice.completed_ops);
       if (!peer_shut_down_) {
         peer_shut_down_ = true;
         peer_shutdown_status_ = make_error(
@@ -86,10 +87,24 @@ bool Engine::handle_abort_request() {
   return true;
 }
 
+// Pairs of (set id, collectives completed) from a peer's shutdown notice; per shared set, the
+// fewest over the peers that shut down.
+void Engine::note_peer_completed_ops(const std::vector<int64_t>& pairs) {
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    const int32_t id = static_cast<int32_t>(pairs[i]);
+    if (member_set(id) == nullptr) continue;
+    auto [it, fresh] = peer_shutdown_ops_.try_emplace(id, pairs[i + 1]);
+    if (!fresh && pairs[i + 1] < it->second) it->second = pairs[i + 1];
+  }
+}
+
 // Ends the engine's work once it has run every collective a peer that shut down completed.
 bool Engine::finish_peer_shutdown() {
   if (!peer_shut_down_ || !terminated_.is_ok()) return false;
-  if (static_cast<int64_t>(op_seq_) < peer_shutdown_ops_) return false;
+  for (const auto& [id, completed] : peer_shutdown_ops_) {
+    const SetState* set = member_set(id);
+    if (set != nullptr && static_cast<int64_t>(set->op_seq) < completed) return false;
+  }
   terminate(peer_shutdown_status_, false);
   return true;
 }
@@ -97,9 +112,12 @@ bool Engine::finish_peer_shutdown() {
 Status Engine::interrupt_check() {
   poll_terminate();
   handle_abort_request();
-  // op_seq_ counts the running collective: it can finish if the peer finished it.
-  if (peer_shut_down_ && static_cast<int64_t>(op_seq_) > peer_shutdown_ops_) {
-    terminate(peer_shutdown_status_, false);
+  // op_seq counts the running collective: it can finish if the peer finished it.
+  if (peer_shut_down_ && executing_ != nullptr) {
+    auto it = peer_shutdown_ops_.find(executing_->info.id);
+    if (it != peer_shutdown_ops_.end() && static_cast<int64_t>(executing_->op_seq) > it->second) {
+      terminate(peer_shutdown_status_, false);
+    }
   }
   return terminated_;
 }

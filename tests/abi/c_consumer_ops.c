@@ -1,6 +1,6 @@
 /* The ABI consumer's checks of allgather, broadcast, barrier, alltoall, reducescatter, grouped
- * allreduce, hvd_handle_output, statistics and the timeline, as a single rank (hvd_init must
- * have succeeded). C99 like the rest of the consumer. */
+ * allreduce, hvd_handle_output, process sets, statistics and the timeline, as a single rank
+ * (hvd_init must have succeeded). C99 like the rest of the consumer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +136,71 @@ static void test_join(void) {
   EXPECT_OK(hvd_join(NULL));
 }
 
+/* One rank: set 0 = {0} is the only set there can be, so every create fails. */
+static void test_process_sets(void) {
+  int32_t ids[4] = {-5, -5, -5, -5}, ranks[4] = {-5, -5, -5, -5};
+  int32_t count = -5, value = -5, id = -5;
+  const int32_t zero[1] = {0}, one[1] = {1}, twice[2] = {0, 0};
+  float data[2] = {1, 2}, out[2] = {0, 0};
+  int64_t shape[1] = {2};
+  hvd_tensor_t t = {data, HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_handle_t h = 0;
+  hvd_op_args_t args;
+
+  EXPECT_OK(hvd_process_set_ids(NULL, 0, &count));
+  CHECK(count == 1);
+  EXPECT_OK(hvd_process_set_ids(ids, 4, &count));
+  CHECK(count == 1 && ids[0] == 0 && ids[1] == -5);
+  EXPECT_ERR(hvd_process_set_ids(ids, 0, &count), HVD_ERR_INVALID_ARGUMENT, "capacity");
+  EXPECT_ERR(hvd_process_set_ids(ids, 4, NULL), HVD_ERR_INVALID_ARGUMENT, "count");
+
+  EXPECT_OK(hvd_process_set_rank(0, &value));
+  CHECK(value == 0);
+  EXPECT_OK(hvd_process_set_size(0, &value));
+  CHECK(value == 1);
+  EXPECT_OK(hvd_process_set_included(0, &value));
+  CHECK(value == 1);
+  count = -5;
+  EXPECT_OK(hvd_process_set_ranks(0, NULL, 0, &count));
+  CHECK(count == 1);
+  EXPECT_OK(hvd_process_set_ranks(0, ranks, 4, &count));
+  CHECK(count == 1 && ranks[0] == 0 && ranks[1] == -5);
+  EXPECT_ERR(hvd_process_set_ranks(0, ranks, 0, &count), HVD_ERR_INVALID_ARGUMENT, "capacity");
+  value = -5;
+  EXPECT_ERR(hvd_process_set_rank(7, &value), HVD_ERR_INVALID_ARGUMENT, "7");
+  EXPECT_ERR(hvd_process_set_size(7, &value), HVD_ERR_INVALID_ARGUMENT, "7");
+  EXPECT_ERR(hvd_process_set_included(7, &value), HVD_ERR_INVALID_ARGUMENT, "7");
+  EXPECT_ERR(hvd_process_set_ranks(7, ranks, 4, &count), HVD_ERR_INVALID_ARGUMENT, "7");
+  CHECK(value == -5); /* outputs are written only on success */
+  EXPECT_ERR(hvd_process_set_rank(0, NULL), HVD_ERR_INVALID_ARGUMENT, NULL);
+
+  /* {0} is set 0; bad input fails before anything is enqueued. */
+  EXPECT_ERR(hvd_process_set_create(zero, 1, &id), HVD_ERR_INVALID_ARGUMENT, NULL);
+  EXPECT_ERR(hvd_process_set_create(NULL, 1, &id), HVD_ERR_INVALID_ARGUMENT, "ranks");
+  EXPECT_ERR(hvd_process_set_create(zero, 1, NULL), HVD_ERR_INVALID_ARGUMENT, "id");
+  EXPECT_ERR(hvd_process_set_create(zero, 0, &id), HVD_ERR_INVALID_ARGUMENT, "count");
+  EXPECT_ERR(hvd_process_set_create(one, 1, &id), HVD_ERR_INVALID_ARGUMENT, "ranks");
+  EXPECT_ERR(hvd_process_set_create(twice, 2, &id), HVD_ERR_INVALID_ARGUMENT, "ranks");
+  CHECK(id == -5);
+  EXPECT_ERR(hvd_process_set_destroy(0), HVD_ERR_INVALID_ARGUMENT, NULL);
+  EXPECT_ERR(hvd_process_set_destroy(7), HVD_ERR_INVALID_ARGUMENT, "7");
+
+  /* Collectives name their set in the args: 0 works, an unknown one fails at the call. */
+  hvd_op_args_init(&args, sizeof(args));
+  args.process_set = 0;
+  EXPECT_OK(hvd_allreduce_async(&t, out, HVD_OP_AVERAGE, "abi.set0", &args, &h));
+  EXPECT_OK(hvd_wait(h));
+  EXPECT_OK(hvd_handle_free(h));
+  CHECK(out[0] == 1 && out[1] == 2);
+  args.process_set = 3;
+  h = 0;
+  EXPECT_ERR(hvd_allreduce_async(&t, out, HVD_OP_SUM, "abi.set3", &args, &h),
+             HVD_ERR_INVALID_ARGUMENT, "process set 3");
+  EXPECT_ERR(hvd_barrier_async("abi.set3.barrier", &args, &h), HVD_ERR_INVALID_ARGUMENT,
+             "process set 3");
+  CHECK(h == 0);
+}
+
 static void test_stats(void) {
   hvd_stats_t stats;
   char text[1024];
@@ -185,4 +250,5 @@ void test_gather_broadcast_barrier(void) {
   test_join();
   test_stats();
   test_timeline();
+  test_process_sets(); /* last: its internal create op does not disturb test_stats's counts */
 }

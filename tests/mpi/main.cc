@@ -1,6 +1,6 @@
 // The mpi suite's program. Modes: main (the collective matrix and error cases), engine (fusion,
-// the response cache, many named tensors, and the error cases again), abort, reinit, stall,
-// timeline.
+// the response cache, many named tensors, process sets, and the error cases again), abort,
+// reinit, stall, timeline, sets-static (the sets HVDC_PROCESS_SETS creates at init).
 #include <cstdio>
 #include <cstring>
 
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
   if (std::strcmp(mode, "stall") == 0) return run_stall_suite();
   if (std::strcmp(mode, "timeline") == 0) return run_timeline_suite();
+  if (std::strcmp(mode, "sets-static") == 0) return run_static_sets_suite();
   if (hvd_init() != HVD_SUCCESS) {
     std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
     return 1;
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     test_submission_orders(results);
     test_allgather(results);
     test_error_matrix(results);
+    test_process_sets(results);
     const int rc = finish(results, "engine");
     return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
   }

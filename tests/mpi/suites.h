@@ -22,11 +22,14 @@ void test_cache_warm_steps(Results& results);
 void test_cache_invalidation(Results& results);
 void test_split_ops(Results& results);
 void test_join(Results& results);
+void test_process_sets(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
 int run_reinit_suite();
 int run_stall_suite();
 int run_timeline_suite();  // run by check_timeline.py  // needs HVDC_STALL_CHECK_TIME=1
                            // HVDC_STALL_SHUTDOWN_TIME=3
+// Needs HVDC_PROCESS_SETS (or HVDC_TEST_SETS_CONFIG: the config key instead).
+int run_static_sets_suite();
 
 }  // namespace hvdc_test

@@ -84,7 +84,8 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_STALL_CHECK_TIME"), 60);
   EXPECT_EQ(s.get_int("HVDC_STALL_SHUTDOWN_TIME"), 300);
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
-  EXPECT_EQ(s.entries().size(), 13u);
+  EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
+  EXPECT_EQ(s.entries().size(), 14u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }

@@ -67,6 +67,22 @@ TEST(Fusion, ErrorsScalesAndOtherOpsNeverFuse) {
   EXPECT_EQ(fuse_responses(in, 1 << 20).size(), 4u);
 }
 
+// Ranks in different sets see different lists; a set's groups, and their relative order, must
+// not depend on the other sets' responses between them (the engine's execution order relies on
+// it).
+TEST(Fusion, ProcessSetsNeverFuseAndGroupIndependently) {
+  std::vector<Response> in = {allreduce("a", 1), allreduce("x", 1), allreduce("b", 1),
+                              allreduce("y", 1), allreduce("c", 1)};
+  in[1].process_set = 3;
+  in[3].process_set = 3;
+  const auto out = fuse_responses(in, 8);
+  EXPECT_EQ(names_of(out), (std::vector<std::vector<std::string>>{{"a", "b"}, {"x", "y"}, {"c"}}));
+  EXPECT_EQ(out[1].process_set, 3);
+  std::vector<Response> global_only = {in[0], in[2], in[4]};
+  EXPECT_EQ(names_of(fuse_responses(global_only, 8)),
+            (std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}}));
+}
+
 Request request_for(const Response& r) {
   Request q;
   q.name = r.names[0];

@@ -18,6 +18,7 @@ namespace {
 using hvdc::common::Status;
 using hvdc::common::WireReader;
 using hvdc::common::WireWriter;
+using hvdc::core::CacheBits;
 using hvdc::core::decode;
 using hvdc::core::encode;
 using hvdc::core::OpType;
@@ -50,7 +51,8 @@ struct Bytes {
     return *this;
   }
   Bytes& request(const Request& r) {
-    str(r.name).i32(static_cast<int32_t>(r.op_type)).i32(r.dtype).i32(r.reduce_op).i32(r.root);
+    str(r.name).i32(r.process_set).i32(static_cast<int32_t>(r.op_type)).i32(r.dtype);
+    i32(r.reduce_op).i32(r.root);
     i32(r.device_type).i32(r.device_id).f64(r.prescale).f64(r.postscale);
     u32(static_cast<uint32_t>(r.shape.size()));
     for (int64_t d : r.shape) i64(d);
@@ -61,6 +63,7 @@ struct Bytes {
 Request make_request(const std::string& name, int salt, size_t ndim) {
   Request r;
   r.name = name;
+  r.process_set = 40000 + salt;
   r.op_type = static_cast<OpType>(salt % 4);
   r.dtype = HVD_FLOAT32 + salt;
   r.reduce_op = HVD_OP_MAX;
@@ -109,6 +112,7 @@ ResponseList sample_responses() {
   c.op_type = OpType::kBarrier;
   list.responses.push_back(c);  // no names, empty message
   Response d;
+  d.process_set = 255;
   d.op_type = OpType::kAllgather;
   d.names = {"gathered"};
   d.sizes = {3, 0, 7};  // each rank's first dimension
@@ -121,12 +125,13 @@ Terminate sample_terminate() {
   t.code = HVD_ERR_ABORTED;
   t.rank = 5;
   t.reason = "hvd_abort was called on rank 5: " + std::string(1000, 'r');
-  t.completed_ops = (int64_t{1} << 33) + 5;
+  t.completed_ops = {0, (int64_t{1} << 33) + 5, 3, 17};
   return t;
 }
 
 void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.process_set, b.process_set);
   EXPECT_EQ(a.op_type, b.op_type);
   EXPECT_EQ(a.dtype, b.dtype);
   EXPECT_EQ(a.reduce_op, b.reduce_op);
@@ -245,7 +250,8 @@ TEST(Message, ResponseListRoundTripAndLayout) {
   Bytes expected;
   expected.u32(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) {
-    expected.i32(static_cast<int32_t>(r.kind)).i32(static_cast<int32_t>(r.op_type));
+    expected.i32(static_cast<int32_t>(r.kind)).i32(r.process_set);
+    expected.i32(static_cast<int32_t>(r.op_type));
     expected.u32(static_cast<uint32_t>(r.names.size()));
     for (const std::string& n : r.names) expected.str(n);
     expected.i32(r.error_code).str(r.error_message).u32(static_cast<uint32_t>(r.sizes.size()));
@@ -262,6 +268,7 @@ TEST(Message, ResponseListRoundTripAndLayout) {
   ASSERT_EQ(out.responses.size(), list.responses.size());
   for (size_t i = 0; i < list.responses.size(); ++i) {
     EXPECT_EQ(out.responses[i].kind, list.responses[i].kind);
+    EXPECT_EQ(out.responses[i].process_set, list.responses[i].process_set);
     EXPECT_EQ(out.responses[i].op_type, list.responses[i].op_type);
     EXPECT_EQ(out.responses[i].names, list.responses[i].names);
     EXPECT_EQ(out.responses[i].error_code, list.responses[i].error_code);
@@ -279,7 +286,10 @@ TEST(Message, ResponseListRoundTripAndLayout) {
 TEST(Message, TerminateRoundTripAndLayout) {
   const Terminate t = sample_terminate();
   const std::string bytes = encode(t);
-  EXPECT_EQ(bytes, Bytes().i32(t.code).i32(t.rank).str(t.reason).i64(t.completed_ops).s);
+  Bytes expected;
+  expected.i32(t.code).i32(t.rank).str(t.reason).u32(4);
+  for (int64_t v : t.completed_ops) expected.i64(v);
+  EXPECT_EQ(bytes, expected.s);
   Terminate out;
   ASSERT_TRUE(decode(bytes, &out).is_ok());
   EXPECT_EQ(out.code, t.code);
@@ -381,27 +391,27 @@ TEST(Message, TooManyDimsAreRejected) {
 
 TEST(Message, OutOfRangeEnumsAreRejected) {
   RequestList requests;
-  for (int32_t op : {-1, 7, 1000, INT32_MIN}) {
+  for (int32_t op : {-1, 9, 1000, INT32_MIN}) {
     Request r = make_request("enum", 0, 1);
     std::string bytes = Bytes().u32(1).request(r).s;
-    // The op type follows the count (4) and the name (4 + 4 bytes).
+    // The op type follows the count (4), the name (4 + 4 bytes) and the process set (4).
     std::string op_bytes = Bytes().i32(op).s;
-    bytes.replace(12, 4, op_bytes);
+    bytes.replace(16, 4, op_bytes);
     EXPECT_FALSE(decode(bytes, &requests).is_ok()) << "op type " << op;
   }
   ResponseList responses;
   for (int32_t kind : {-1, 2, 77}) {
     Bytes b;
-    b.u32(1).i32(kind).i32(0).u32(0).i32(0).str("").u32(0);
+    b.u32(1).i32(kind).i32(0).i32(0).u32(0).i32(0).str("").u32(0);
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "kind " << kind;
   }
-  for (int32_t op : {-1, 7, 99}) {
+  for (int32_t op : {-1, 9, 99}) {
     Bytes b;
-    b.u32(1).i32(0).i32(op).u32(0).i32(0).str("").u32(0);
+    b.u32(1).i32(0).i32(0).i32(op).u32(0).i32(0).str("").u32(0);
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "op type " << op;
   }
   Bytes valid;
-  valid.u32(1).i32(1).i32(3).u32(0).i32(0).str("").u32(0);
+  valid.u32(1).i32(1).i32(2).i32(3).u32(0).i32(0).str("").u32(0);
   valid.i32(0).i32(0).i32(0).i32(1).f64(1).f64(1).u32(0);
   EXPECT_TRUE(decode(valid.s, &responses).is_ok());
 }
@@ -409,16 +419,27 @@ TEST(Message, OutOfRangeEnumsAreRejected) {
 TEST(Message, RoundMessageRoundTripAndTruncation) {
   RoundMessage msg;
   msg.round = (uint64_t{1} << 40) + 7;
-  msg.hits = {0x8000000000000001ull, 0, 42};
-  msg.invalid = {0, 1 << 5, 0};
+  CacheBits global;
+  global.hits = {0x8000000000000001ull, 0, 42};
+  global.invalid = {0, 1 << 5, 0};
+  CacheBits other;
+  other.process_set = 7;
+  other.hits = {1};
+  msg.sets = {global, other};
+  msg.joined = 1;
   msg.responses = sample_responses();
   const std::string bytes = encode(msg);
   RoundMessage out;
   Status st = decode(bytes, &out);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(out.round, msg.round);
-  EXPECT_EQ(out.hits, msg.hits);
-  EXPECT_EQ(out.invalid, msg.invalid);
+  ASSERT_EQ(out.sets.size(), 2u);
+  for (size_t i = 0; i < out.sets.size(); ++i) {
+    EXPECT_EQ(out.sets[i].process_set, msg.sets[i].process_set);
+    EXPECT_EQ(out.sets[i].hits, msg.sets[i].hits);
+    EXPECT_EQ(out.sets[i].invalid, msg.sets[i].invalid);
+  }
+  EXPECT_EQ(out.joined, 1);
   ASSERT_EQ(out.responses.responses.size(), msg.responses.responses.size());
   EXPECT_EQ(out.responses.responses[0].counts, msg.responses.responses[0].counts);
   expect_every_truncation_fails<RoundMessage>(bytes);

@@ -6,8 +6,10 @@
 namespace hvdc::ops::cpu {
 
 transport::Tag Comm::tag(int from, int step) const {
-  // payload: 24 bits of op sequence, 16 bits of step.
-  uint64_t payload = ((seq & 0xFFFFFF) << 16) | (static_cast<uint64_t>(step) & 0xFFFF);
+  // payload: 8 bits of set context, 16 bits of op sequence, 16 bits of step. A set runs one op
+  // at a time, so a window of 2^16 sequence numbers keeps tags of ops in flight distinct.
+  uint64_t payload = (static_cast<uint64_t>(context & 0xFF) << 32) | ((seq & 0xFFFF) << 16) |
+                     (static_cast<uint64_t>(step) & 0xFFFF);
   return transport::make_tag(transport::TagKind::kData, members[from], payload);
 }
 

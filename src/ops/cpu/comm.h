@@ -20,6 +20,7 @@ struct Comm {
   transport::Transport* transport = nullptr;
   std::vector<int> members;  // global rank of each member
   int index = 0;             // this rank's position in members
+  uint32_t context = 0;      // the process set's tag context (distinct among live sets)
   uint64_t seq = 0;
   transport::Interrupt interrupt;
   std::vector<char>* scratch = nullptr;
