@@ -140,7 +140,13 @@ enum {
   HVD_CFG_FUSION_THRESHOLD = 4, /* int: bytes fused into one allreduce; 0 disables fusion */
   HVD_CFG_CACHE_CAPACITY = 5,   /* int: response-cache entries; 0 disables the cache */
   HVD_CFG_DETERMINISTIC = 6,    /* int: 1 = results independent of fusion and timing */
-  HVD_CFG_PROCESS_SETS = 7      /* str: static process sets, e.g. "0,2;1,3" (ids 1, 2, ...) */
+  HVD_CFG_PROCESS_SETS = 7,     /* str: static process sets, e.g. "0,2;1,3" (ids 1, 2, ...) */
+  HVD_CFG_RANK = 8,             /* int: this rank (with HVD_CFG_SIZE); -1 = from the launcher */
+  HVD_CFG_SIZE = 9,             /* int: the number of ranks; -1 = from the launcher */
+  HVD_CFG_MASTER_ADDR = 10,     /* str: address of rank 0's rendezvous store */
+  HVD_CFG_MASTER_PORT = 11,     /* int: its port */
+  HVD_CFG_SECRET = 12,          /* str: the job's rendezvous secret (HMAC-SHA256 key) */
+  HVD_CFG_IFACE = 13            /* str: network interface the rendezvous store binds to */
 };
 HVDC_API hvd_status_t hvd_config_create(hvd_config_t** out);
 HVDC_API hvd_status_t hvd_config_set_int(hvd_config_t* config, int32_t key, int64_t value);
@@ -153,8 +159,9 @@ typedef void (*hvd_log_fn)(void* user_data, int32_t level, const char* message);
 HVDC_API hvd_status_t hvd_set_log_callback(hvd_log_fn fn, void* user_data);
 
 /* ---- Lifecycle and topology -------------------------------------------------------------- */
-/* Discovers rank and size (mpirun, or a singleton with no launcher), connects every rank and
- * starts the engine thread. Collective over all ranks. */
+/* Discovers rank and size (docs/launching.md: explicit config, HVDC_RANK/HVDC_SIZE, Open MPI,
+ * torchrun, Slurm, MPICH/Hydra, else a singleton), connects every rank (MPI under mpirun, else
+ * rank 0's TCP rendezvous store) and starts the engine thread. Collective over all ranks. */
 HVDC_API hvd_status_t hvd_init(void);
 HVDC_API hvd_status_t hvd_init_with_config(const hvd_config_t* config);
 /* Fails every pending op with HVD_ERR_SHUT_DOWN, stops the engine, releases everything.

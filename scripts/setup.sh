@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   g++ meson ninja-build pkg-config python3 python3-venv clang-format
   libucx-dev ucx-utils libopenmpi-dev openmpi-bin libgtest-dev libdlpack-dev abigail-tools
+  iproute2 util-linux
 )
 missing=()
 for p in "${packages[@]}"; do

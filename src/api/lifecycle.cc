@@ -2,6 +2,9 @@
 #include <unistd.h>
 
 #include "api/api_state.h"
+
+#include <cstdlib>
+#include <cstring>
 #include "api/config_api.h"
 #include "common/log.h"
 
@@ -32,6 +35,36 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   return config;
 }
 
+// A value set through hvd_config (source "config"), else null.
+const char* from_config(const Settings& settings, const char* name) {
+  auto it = settings.entries().find(name);
+  if (it == settings.entries().end() || it->second.source != "config") return nullptr;
+  return it->second.value.c_str();
+}
+
+// Discovery reads the launcher's variables from the environment; the rendezvous address given
+// through hvd_config wins over HVDC_MASTER_* there. `settings` outlives the bootstrap's creation.
+hvdc::bootstrap::BootstrapOptions bootstrap_options(const Settings& settings) {
+  hvdc::bootstrap::BootstrapOptions options;
+  options.mode = settings.get_str("HVDC_BOOTSTRAP");
+  if (from_config(settings, "HVDC_RANK") != nullptr) {
+    options.config_rank = static_cast<int>(settings.get_int("HVDC_RANK"));
+  }
+  if (from_config(settings, "HVDC_SIZE") != nullptr) {
+    options.config_size = static_cast<int>(settings.get_int("HVDC_SIZE"));
+  }
+  options.secret = settings.get_str("HVDC_SECRET");
+  options.iface = settings.get_str("HVDC_IFACE");
+  options.timeout_seconds = static_cast<double>(settings.get_int("HVDC_RENDEZVOUS_TIMEOUT"));
+  options.env = [&settings](const char* name) -> const char* {
+    if (std::strcmp(name, "HVDC_MASTER_ADDR") == 0 || std::strcmp(name, "HVDC_MASTER_PORT") == 0) {
+      if (const char* v = from_config(settings, name)) return v;
+    }
+    return std::getenv(name);
+  };
+  return options;
+}
+
 Status init(const hvd_config_t* config) {
   std::lock_guard<std::mutex> lock(state().lifecycle_mutex);
   HVDC_RETURN_IF_ERROR(hvdc::api::check_not_forked());
@@ -43,9 +76,8 @@ Status init(const hvd_config_t* config) {
       Settings::resolve(config ? config->overrides : hvdc::common::ConfigOverrides(), &settings));
   hvdc::common::set_log_level(static_cast<int32_t>(settings.get_int("HVDC_LOG_LEVEL")));
   std::unique_ptr<hvdc::bootstrap::Bootstrap> bootstrap;
-  HVDC_RETURN_IF_ERROR(
-      hvdc::bootstrap::create_bootstrap(settings.get_str("HVDC_BOOTSTRAP"), &bootstrap)
-          .with_context("hvd_init"));
+  HVDC_RETURN_IF_ERROR(hvdc::bootstrap::create_bootstrap(bootstrap_options(settings), &bootstrap)
+                           .with_context("hvd_init"));
   std::unique_ptr<Engine> engine;
   HVDC_RETURN_IF_ERROR(Engine::start(std::move(bootstrap), engine_config(settings), &engine)
                            .with_context("hvd_init"));

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bootstrap/discovery.h"
 #include "bootstrap/mpi/mpi_loader.h"
+#include "bootstrap/tcp/store.h"
 #include "common/log.h"
 
 namespace hvdc::bootstrap {
@@ -43,33 +45,82 @@ class SingletonBootstrap final : public Bootstrap {
   Status barrier() override { return Status::ok(); }
 };
 
-bool env_set(const char* name) {
-  return std::getenv(name) != nullptr;
-}
-
 }  // namespace
 
 std::unique_ptr<Bootstrap> make_singleton_bootstrap() {
   return std::make_unique<SingletonBootstrap>();
 }
 
-bool launched_by_mpi() {
-  return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMIX_RANK") ||
-         (env_set("PMI_RANK") && env_set("PMI_SIZE"));
+namespace {
+
+Status make_store(const BootstrapOptions& options, const LaunchInfo& info,
+                  std::unique_ptr<Bootstrap>* out) {
+  if (info.master_addr.empty() || info.master_port == 0) {
+    return make_error(HVD_ERR_BOOTSTRAP,
+                      "rank %d of %d (found by %s) needs the rendezvous store's address: set "
+                      "HVDC_MASTER_ADDR and HVDC_MASTER_PORT (hvdcrun does this for you)",
+                      info.rank, info.size, info.source.c_str());
+  }
+  StoreOptions store;
+  store.rank = info.rank;
+  store.size = info.size;
+  store.master_addr = info.master_addr;
+  store.port = info.master_port;
+  store.secret = options.secret;
+  store.iface = options.iface;
+  store.timeout_seconds = options.timeout_seconds;
+  std::unique_ptr<StoreBootstrap> bootstrap;
+  HVDC_RETURN_IF_ERROR(StoreBootstrap::create(store, &bootstrap));
+  *out = std::move(bootstrap);
+  return Status::ok();
 }
 
-Status create_bootstrap(const std::string& mode, std::unique_ptr<Bootstrap>* out) {
-  if (mode == "singleton" || (mode == "auto" && !launched_by_mpi())) {
+bool mpi_source(const LaunchInfo& info) {
+  return info.source == "Open MPI" || info.source == "MPICH/Hydra";
+}
+
+// auto: MPI for mpirun's ranks (falling back to the store when the plugin cannot load and a
+// rendezvous address is given), the store for any other multi-rank launch.
+Status choose_bootstrap(const BootstrapOptions& options, const LaunchInfo& info,
+                        std::unique_ptr<Bootstrap>* out) {
+  if (info.size == 1 && info.source == "singleton") {
     *out = make_singleton_bootstrap();
-    HVDC_LOG_INFO("bootstrap: singleton (no launcher found)");
     return Status::ok();
   }
-  if (mode == "mpi" || mode == "auto") {
-    HVDC_RETURN_IF_ERROR(make_mpi_bootstrap(out));
-    HVDC_LOG_INFO("bootstrap: mpi, rank %d of %d", (*out)->rank(), (*out)->size());
-    return Status::ok();
+  if (!mpi_source(info)) return make_store(options, info, out);
+  Status mpi = make_mpi_bootstrap(out);
+  if (mpi.is_ok() || info.master_addr.empty()) {
+    return mpi.with_context(
+        "started by mpirun (set HVDC_MASTER_ADDR and HVDC_MASTER_PORT to rendezvous over TCP "
+        "instead)");
   }
-  return make_error(HVD_ERR_INVALID_ARGUMENT, "bootstrap mode '%s' is unknown", mode.c_str());
+  HVDC_LOG_INFO("bootstrap: MPI is unavailable (%s); using the TCP store", mpi.message().c_str());
+  return make_store(options, info, out);
+}
+
+}  // namespace
+
+Status create_bootstrap(const BootstrapOptions& options, std::unique_ptr<Bootstrap>* out) {
+  const EnvLookup env = options.env ? options.env : process_environment();
+  LaunchInfo info;
+  HVDC_RETURN_IF_ERROR(discover_launch(env, options.config_rank, options.config_size, &info));
+  HVDC_LOG_INFO("%s", describe_launch(info).c_str());
+  Status st;
+  if (options.mode == "singleton") {
+    *out = make_singleton_bootstrap();
+  } else if (options.mode == "mpi") {
+    st = make_mpi_bootstrap(out);
+  } else if (options.mode == "store") {
+    st = make_store(options, info, out);
+  } else if (options.mode == "auto") {
+    st = choose_bootstrap(options, info, out);
+  } else {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "bootstrap mode '%s' is unknown",
+                      options.mode.c_str());
+  }
+  HVDC_RETURN_IF_ERROR(st);
+  HVDC_LOG_INFO("bootstrap: %s, rank %d of %d", (*out)->name(), (*out)->rank(), (*out)->size());
+  return Status::ok();
 }
 
 }  // namespace hvdc::bootstrap

@@ -2,6 +2,7 @@
 // transport. The data path never goes through it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,12 +31,24 @@ class Bootstrap {
 Status allgather_strings(Bootstrap& bootstrap, const std::string& mine,
                          std::vector<std::string>* all);
 
-// mode: "singleton", "mpi", or "auto" (MPI when the environment shows an mpirun launch).
-Status create_bootstrap(const std::string& mode, std::unique_ptr<Bootstrap>* out);
+struct BootstrapOptions {
+  // "auto" (the launcher's variables decide, see create_bootstrap), "singleton", "mpi", "store".
+  std::string mode = "auto";
+  int config_rank = -1;  // explicit rank and size from hvd_config (-1: not given)
+  int config_size = -1;
+  std::string secret;  // HVDC_SECRET
+  std::string iface;   // HVDC_IFACE
+  double timeout_seconds = 120;
+  // getenv-like; HVDC_MASTER_ADDR / HVDC_MASTER_PORT set through hvd_config come through it.
+  std::function<const char*(const char*)> env;
+};
+
+// Finds rank and size (discovery.h) and connects the ranks. auto: a job started by Open MPI's
+// or Hydra's mpirun uses MPI (the plugin) unless it cannot load and a rendezvous address is
+// given; any other multi-rank launch uses the TCP store at the master address; one rank alone
+// is a singleton.
+Status create_bootstrap(const BootstrapOptions& options, std::unique_ptr<Bootstrap>* out);
 
 std::unique_ptr<Bootstrap> make_singleton_bootstrap();
-
-// True when Open MPI, MPICH/Hydra or PMIx variables show that an MPI launcher started us.
-bool launched_by_mpi();
 
 }  // namespace hvdc::bootstrap

@@ -72,12 +72,27 @@ Status parse_log_level(const Knob& knob, const std::string& raw, std::string* no
 }
 
 Status parse_bootstrap(const Knob& knob, const std::string& raw, std::string* normalized) {
-  if (raw == "auto" || raw == "singleton" || raw == "mpi") {
+  if (raw == "auto" || raw == "singleton" || raw == "mpi" || raw == "store") {
     *normalized = raw;
     return Status::ok();
   }
-  return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (auto, singleton or mpi)",
-                    knob.name, raw.c_str());
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "%s: invalid value '%s' (auto, singleton, mpi or store)", knob.name,
+                    raw.c_str());
+}
+
+// -1 means "not given" (discovered from the launcher).
+Status parse_rank_or_unset(const Knob& knob, const std::string& raw, std::string* normalized) {
+  return parse_int_at_least(knob, raw, -1, normalized);
+}
+
+Status parse_port(const Knob& knob, const std::string& raw, std::string* normalized) {
+  HVDC_RETURN_IF_ERROR(parse_int_at_least(knob, raw, 0, normalized));
+  if (std::strtoll(normalized->c_str(), nullptr, 10) > 65535) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (a port, 1-65535)",
+                      knob.name, raw.c_str());
+  }
+  return Status::ok();
 }
 
 const char* env_or_null(const char* name) {
@@ -95,8 +110,24 @@ const std::vector<Knob>& knob_registry() {
       {"HVDC_HOSTNAME", nullptr, HVD_CFG_HOSTNAME, false, "", parse_any_string,
        "Host identity for local/cross topology; empty means the system hostname."},
       {"HVDC_BOOTSTRAP", nullptr, HVD_CFG_BOOTSTRAP, false, "auto", parse_bootstrap,
-       "How ranks find each other: auto (MPI when started by mpirun, else singleton), "
-       "singleton or mpi."},
+       "How ranks find each other: auto (the launcher's variables decide: mpirun's MPI, else the "
+       "TCP store at HVDC_MASTER_ADDR, else singleton), singleton, mpi or store."},
+      {"HVDC_RANK", nullptr, HVD_CFG_RANK, true, "-1", parse_rank_or_unset,
+       "This process's rank, given together with HVDC_SIZE; -1: from the launcher."},
+      {"HVDC_SIZE", nullptr, HVD_CFG_SIZE, true, "-1", parse_rank_or_unset,
+       "The number of ranks, given together with HVDC_RANK; -1: from the launcher."},
+      {"HVDC_MASTER_ADDR", nullptr, HVD_CFG_MASTER_ADDR, false, "", parse_any_string,
+       "Address of rank 0's TCP rendezvous store (torchrun's MASTER_ADDR when unset)."},
+      {"HVDC_MASTER_PORT", nullptr, HVD_CFG_MASTER_PORT, true, "0", parse_port,
+       "Port of the rendezvous store; 0: torchrun's MASTER_PORT + 1."},
+      {"HVDC_SECRET", nullptr, HVD_CFG_SECRET, false, "", parse_any_string,
+       "Per-job secret: every rendezvous message carries an HMAC-SHA256 with it; empty: "
+       "unauthenticated (one warning).",
+       true},
+      {"HVDC_IFACE", nullptr, HVD_CFG_IFACE, false, "", parse_any_string,
+       "Network interface the rendezvous store binds to; empty: the master address."},
+      {"HVDC_RENDEZVOUS_TIMEOUT", nullptr, -1, true, "120", parse_positive,
+       "Seconds a rank waits for the rendezvous store and its peers before init fails."},
       {"HVDC_SPIN_MICROS", nullptr, HVD_CFG_SPIN_MICROS, true, "50", parse_non_negative,
        "Microseconds the engine thread polls for work before it sleeps."},
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,

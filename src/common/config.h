@@ -20,6 +20,7 @@ struct Knob {
   // Checks a raw value and writes its normalized form; the message names the knob and value.
   Status (*parse)(const Knob& knob, const std::string& raw, std::string* normalized);
   const char* doc;
+  bool secret = false;  // never printed (hvdc-info shows whether it is set)
 };
 
 const std::vector<Knob>& knob_registry();

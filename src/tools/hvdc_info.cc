@@ -33,7 +33,11 @@ int print_info() {
     return 1;
   }
   for (const auto& [name, entry] : settings.entries()) {
-    std::printf("  %-28s %-10s (%s)\n", name.c_str(), entry.value.c_str(), entry.source.c_str());
+    std::string value = entry.value;
+    for (const hvdc::common::Knob& knob : hvdc::common::knob_registry()) {
+      if (knob.secret && name == knob.name) value = value.empty() ? "" : "(set, not shown)";
+    }
+    std::printf("  %-28s %-10s (%s)\n", name.c_str(), value.c_str(), entry.source.c_str());
   }
   return 0;
 }

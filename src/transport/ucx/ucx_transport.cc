@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <list>
+#include <string>
 
 #include "common/log.h"
 #endif
@@ -93,12 +94,26 @@ void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
 // handle errors too; without this, ranks on one host talk over TCP loopback (10x the latency).
 // The environment spells it UCX_POSIX_ERROR_HANDLING / UCX_SYSV_ERROR_HANDLING; through
 // ucp_config_modify both are the shared "MM_" table's ERROR_HANDLING field.
+// A UCX_TLS that leaves shared memory out (e.g. "tcp") makes UCX warn about the setting at
+// every worker creation, so it is set only where shared memory may be used.
+bool shm_transports_allowed() {
+  const char* tls = std::getenv("UCX_TLS");
+  if (tls == nullptr) return true;
+  const std::string list = tls;
+  if (!list.empty() && list[0] == '^') return true;  // an exclusion list
+  for (const char* name : {"all", "shm", "sm", "posix", "sysv", "mm"}) {
+    if (list.find(name) != std::string::npos) return true;
+  }
+  return false;
+}
+
 void enable_shm_error_handling(ucp_config_t* config) {
   if (std::getenv("UCX_POSIX_ERROR_HANDLING") != nullptr ||
       std::getenv("UCX_SYSV_ERROR_HANDLING") != nullptr ||
       std::getenv("UCX_MM_ERROR_HANDLING") != nullptr) {
     return;  // the user's choice wins
   }
+  if (!shm_transports_allowed()) return;
   ucs_status_t st = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
   if (st != UCS_OK)
     HVDC_LOG_DEBUG("ucp_config_modify(MM_ERROR_HANDLING): %s", ucs_status_string(st));

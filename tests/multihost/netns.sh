@@ -1,0 +1,58 @@
+# Two "hosts" on one machine: network namespaces joined by a veth pair (sourced by the multi-host
+# tests). Names carry the shell's pid so that concurrent or leftover runs do not collide; the
+# teardown runs on every exit, because a leftover namespace would break the next run.
+#   netns_up     creates $NS_A (10.99.0.1, $VETH_A) and $NS_B (10.99.0.2, $VETH_B)
+#   netns_down   deletes both (idempotent)
+#   netns_require_or_skip   exits 77 (skip) where namespaces cannot be made, or 1 under CI=true
+NS_A="hvdc_a_$$"
+NS_B="hvdc_b_$$"
+VETH_A="hva$$"
+VETH_B="hvb$$"
+ADDR_A=10.99.0.1
+ADDR_B=10.99.0.2
+SUBNET=10.99.0.0/24
+
+netns_down() {
+  ip netns del "$NS_A" 2>/dev/null || true
+  ip netns del "$NS_B" 2>/dev/null || true
+  ip link del "$VETH_A" 2>/dev/null || true
+}
+
+netns_require_or_skip() {
+  local why=""
+  if [ "$(id -u)" != 0 ]; then
+    why="network namespaces need root"
+  elif ! command -v ip >/dev/null; then
+    why="the ip command (iproute2) is missing"
+  elif ! ip netns add "hvdc_probe_$$" 2>/dev/null; then
+    why="ip netns add failed (no CAP_SYS_ADMIN in this container?)"
+  else
+    ip netns del "hvdc_probe_$$"
+    return 0
+  fi
+  if [ "${CI:-}" = "true" ]; then
+    echo "FAIL: multi-host suite cannot run under CI=true: $why" >&2
+    exit 1
+  fi
+  echo "SKIP: multi-host suite: $why" >&2
+  exit 77
+}
+
+netns_up() {
+  trap netns_down EXIT
+  ip netns add "$NS_A"
+  ip netns add "$NS_B"
+  ip link add "$VETH_A" type veth peer name "$VETH_B"
+  ip link set "$VETH_A" netns "$NS_A"
+  ip link set "$VETH_B" netns "$NS_B"
+  ip -n "$NS_A" addr add "$ADDR_A/24" dev "$VETH_A"
+  ip -n "$NS_B" addr add "$ADDR_B/24" dev "$VETH_B"
+  for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
+  ip -n "$NS_A" link set "$VETH_A" up
+  ip -n "$NS_B" link set "$VETH_B" up
+}
+
+# Bytes received on host B's end of the veth.
+veth_b_rx_bytes() {
+  ip netns exec "$NS_B" cat "/sys/class/net/$VETH_B/statistics/rx_bytes"
+}
