@@ -314,6 +314,16 @@ HVDC_API hvd_status_t hvd_abort(const char* reason);
  * one, its message also becomes this thread's hvd_last_error_message. */
 HVDC_API hvd_status_t hvd_get_async_error(hvd_status_t* status);
 
+/* ---- Hang reports ------------------------------------------------------------------------ */
+/* Logs (warning level, one block) a report of every op in flight on this rank: name, op,
+ * process set, dtype and shape, phase (queued, negotiating, agreed, fused, transferring) and
+ * age; where this rank coordinates a process set, also the tensors some ranks have not
+ * submitted, with those ranks. The report is also copied into buffer like hvd_stats_format
+ * (buffer NULL with size 0 gives only *length; each call makes a new report). SIGUSR1 logs the
+ * same report on every rank that receives it, unless the application handles SIGUSR1 itself.
+ * HVD_ERR_TIMEOUT if the engine thread does not answer within 5 s. */
+HVDC_API hvd_status_t hvd_dump_pending(char* buffer, size_t size, size_t* length);
+
 /* ---- Timeline ---------------------------------------------------------------------------- */
 /* Rank 0 records a Chrome trace-event JSON file (chrome://tracing, Perfetto) of every tensor:
  * NEGOTIATE_<OP> spans with a tick per rank, then <OP> spans with QUEUE, the transport phase and

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 namespace hvdc::api {
@@ -45,6 +46,18 @@ Status current_engine(core::Engine** out) {
     return Status(HVD_ERR_NOT_INITIALIZED, "hvdc is not initialized; call hvd_init first");
   }
   *out = engine;
+  return Status::ok();
+}
+
+Status copy_text(const std::string& text, char* buffer, size_t size, size_t* length) {
+  if (length != nullptr) *length = text.size();
+  if (buffer == nullptr && size == 0) return Status::ok();  // a length query
+  if (buffer == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "buffer is NULL");
+  if (size < text.size() + 1) {
+    return common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                              "size %zu is too small; %zu bytes are needed", size, text.size() + 1);
+  }
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
   return Status::ok();
 }
 

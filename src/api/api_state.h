@@ -38,8 +38,16 @@ Status current_engine(core::Engine** out);
 // Submits an op that has no handle (join, process-set changes) and waits for it; *value (if not
 // null) gets the op's one-number result.
 Status run_blocking(core::Engine* engine, core::Request request, int32_t* value);
+// Copies text, NUL-terminated, into buffer (size bytes); *length (if not null) gets its length.
+// buffer NULL with size 0 asks for the length only; a buffer too small is an error.
+Status copy_text(const std::string& text, char* buffer, size_t size, size_t* length);
 // HVD_ERR_FORKED in a child created by fork() after hvd_init, else ok.
 Status check_not_forked();
+
+// SIGUSR1 logs a hang report (forensics.cc); installed at init where SIGUSR1 has its default
+// action, removed at shutdown. Called with the lifecycle mutex held.
+void install_dump_signal();
+void uninstall_dump_signal();
 
 // Runs body, converting its Status and any exception into a return code.
 template <typename Body>

@@ -84,6 +84,7 @@ Status init(const hvd_config_t* config) {
   hvdc::common::set_process_log_rank(engine->topology().rank);
   state().owner_pid.store(getpid());
   state().engine.store(engine.release(), std::memory_order_release);
+  hvdc::api::install_dump_signal();
   return Status::ok();
 }
 
@@ -110,6 +111,7 @@ hvd_status_t hvd_shutdown(void) {
   return guarded([] {
     std::lock_guard<std::mutex> lock(state().lifecycle_mutex);
     HVDC_RETURN_IF_ERROR(hvdc::api::check_not_forked());
+    hvdc::api::uninstall_dump_signal();  // first: the handler reads the engine pointer
     Engine* engine = state().engine.exchange(nullptr);
     if (engine == nullptr) return Status::ok();  // shutting down twice is harmless
     Status st = engine->shutdown();

@@ -94,16 +94,7 @@ hvd_status_t hvd_stats_format(char* buffer, size_t size, size_t* length) {
   return guarded([&] {
     hvdc::core::Engine* engine = nullptr;
     HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    const std::string text = format(snapshot(engine->stats()));
-    if (length != nullptr) *length = text.size();
-    if (buffer == nullptr && size == 0) return Status::ok();  // a length query
-    if (buffer == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "buffer is NULL");
-    if (size < text.size() + 1) {
-      return make_error(HVD_ERR_INVALID_ARGUMENT, "size %zu is too small; %zu bytes are needed",
-                        size, text.size() + 1);
-    }
-    std::memcpy(buffer, text.c_str(), text.size() + 1);
-    return Status::ok();
+    return hvdc::api::copy_text(format(snapshot(engine->stats())), buffer, size, length);
   });
 }
 

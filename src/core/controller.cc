@@ -193,6 +193,22 @@ std::vector<Response> Controller::check_stalls(StallInspector::Clock::time_point
   return failed;
 }
 
+std::string Controller::describe_waiting() const {
+  std::string out;
+  for (const auto& [name, entry] : table_) {
+    if (entry.queued) continue;
+    std::string missing;
+    for (int r = 0; r < size_; ++r) {
+      if (entry.present[r] || joined_[r]) continue;
+      missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_.empty() ? r : ranks_[r]);
+    }
+    const Request& first = entry.requests[first_present(entry)];
+    out += strfmt("  '%s' (%s): waiting for ranks %s (%d of %d submitted)\n", name.c_str(),
+                  op_type_name(first.op_type), missing.c_str(), entry.count, size_);
+  }
+  return out;
+}
+
 int Controller::first_present(const Entry& entry) {
   for (size_t r = 0; r < entry.present.size(); ++r) {
     if (entry.present[r]) return static_cast<int>(r);

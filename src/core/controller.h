@@ -34,6 +34,9 @@ class Controller {
   // Logs tensors that some ranks submitted and others did not for longer than the check time;
   // returns HVD_ERR_TIMEOUT responses for those past the shutdown time (no longer tracked).
   std::vector<Response> check_stalls(StallInspector::Clock::time_point now);
+  // One line per tensor some ranks submitted and others not yet: its name, op and the missing
+  // ranks (global ranks); empty if none waits.
+  std::string describe_waiting() const;
 
  private:
   struct Entry {

@@ -152,6 +152,8 @@ void Engine::run() {
 bool Engine::step() {
   bool busy = false;
   if (transport_) busy |= transport_->progress() > 0;
+  busy |= poll_dump_request();
+  check_local_stall();
   busy |= poll_terminate();
   busy |= handle_abort_request();
   busy |= finish_peer_shutdown();

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -84,6 +85,12 @@ class Engine {
   void abort(const std::string& reason);
   // The first asynchronous error (ok if none).
   Status async_error() const;
+  // Asks the engine thread to log a report of every op in flight here (and, where this rank
+  // coordinates a set, which ranks its waiting tensors lack). Only an atomic store and a write
+  // to an eventfd, so a signal handler may call it.
+  void request_dump() noexcept;
+  // Requests a report and waits up to timeout_ms for it; *text gets it (it is logged too).
+  Status dump_pending(int timeout_ms, std::string* text);
   // Fails what is pending with HVD_ERR_SHUT_DOWN, stops the thread and disconnects. Collective.
   Status shutdown();
 
@@ -128,6 +135,11 @@ class Engine {
   void note_peer_completed_ops(const std::vector<int64_t>& pairs);
   void terminate(const Status& status, bool notify_peers);
   Status interrupt_check();
+  // forensics.cc
+  bool poll_dump_request();
+  void check_local_stall();
+  std::string describe_pending();
+  void write_dump(const std::string& why);
   // engine_timeline.cc
   bool tracing() const;
   void trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMessage>>& messages,
@@ -161,7 +173,8 @@ class Engine {
   std::unique_ptr<ProcessSetTable> process_sets_;
   // The sets this rank belongs to, by id (engine thread only). Set 0 is always there.
   std::map<int32_t, std::unique_ptr<SetState>> sets_;
-  SetState* executing_ = nullptr;  // the set of the collective running now
+  SetState* executing_ = nullptr;                 // the set of the collective running now
+  const Response* executing_response_ = nullptr;  // and the collective
   TensorQueue queue_;
   std::deque<Response> responses_;  // agreed, not yet executed (engine thread only)
   std::vector<char> scratch_;
@@ -190,6 +203,15 @@ class Engine {
   // Per set shared with peers that shut down: the fewest collectives one of them completed.
   std::map<int32_t, int64_t> peer_shutdown_ops_;
   Status peer_shutdown_status_;
+
+  // Hang reports (forensics.cc).
+  std::atomic<bool> dump_requested_{false};
+  std::chrono::steady_clock::time_point next_local_stall_check_;
+  std::chrono::steady_clock::time_point local_stall_quiet_until_;
+  std::mutex dump_mutex_;
+  std::condition_variable dump_cv_;
+  uint64_t dump_generation_ = 0;  // guarded by dump_mutex_, like last_dump_
+  std::string last_dump_;
 
   mutable std::mutex mutex_;  // guards the fields below
   std::string abort_reason_;

@@ -49,6 +49,7 @@ void Engine::execute_one(Response response) {
     }
   }
   executing_ = set;
+  executing_response_ = &response;
   trace_execute(response, true);
   Status st = response.kind == ResponseKind::kError
                   ? Status(response.error_code, response.error_message)
@@ -56,6 +57,7 @@ void Engine::execute_one(Response response) {
   trace_execute(response, false);
   trace_done(response, entries);
   executing_ = nullptr;
+  executing_response_ = nullptr;
   count_executed(response);
   for (TensorEntry& entry : entries) entry.state->complete(st);
   // A negotiated error (mismatch, stall timeout) concerns its tensor only; a failed data

@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace hvdc::core {
 
 TensorQueue::TensorQueue() {
@@ -54,6 +56,7 @@ Status TensorQueue::check_push_locked(const Key& key) const {
 }
 
 void TensorQueue::insert_locked(TensorEntry entry) {
+  entry.submitted = std::chrono::steady_clock::now();
   Key key = key_of(entry.request);
   fresh_.push_back(key);
   entries_.emplace(std::move(key), std::move(entry));
@@ -125,6 +128,29 @@ void TensorQueue::drain_wake() {
   uint64_t value;
   ssize_t rc = ::read(wake_fd_, &value, sizeof(value));
   (void)rc;
+}
+
+std::vector<PendingOp> TensorQueue::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<PendingOp> out;
+  for (const auto& [key, entry] : entries_) {
+    PendingOp op;
+    op.request = entry.request;
+    op.submitted = entry.submitted;
+    op.reported = std::find(fresh_.begin(), fresh_.end(), key) == fresh_.end();
+    out.push_back(std::move(op));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PendingOp& a, const PendingOp& b) { return a.submitted < b.submitted; });
+  return out;
+}
+
+bool TensorQueue::oldest_submitted(std::chrono::steady_clock::time_point* out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.empty()) return false;
+  *out = std::chrono::steady_clock::time_point::max();
+  for (const auto& [key, entry] : entries_) *out = std::min(*out, entry.submitted);
+  return true;
 }
 
 size_t TensorQueue::in_flight() const {

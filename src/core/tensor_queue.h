@@ -3,6 +3,7 @@
 // flight are unique per process set: a second push of the same name to a set fails at once.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,14 @@ struct TensorEntry {
   void* output = nullptr;
   std::shared_ptr<OpState> state;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank (empty: equal split)
+  std::chrono::steady_clock::time_point submitted;  // set by the queue
+};
+
+// A copy of what an op in flight is, for diagnostics.
+struct PendingOp {
+  Request request;
+  std::chrono::steady_clock::time_point submitted;
+  bool reported = false;  // popped by the engine (pop_new) for negotiation
 };
 
 class TensorQueue {
@@ -49,6 +58,10 @@ class TensorQueue {
   void wake();
   void drain_wake();
   size_t in_flight() const;
+  // Every op in flight, oldest first.
+  std::vector<PendingOp> snapshot() const;
+  // When the oldest op in flight was pushed; false if none is.
+  bool oldest_submitted(std::chrono::steady_clock::time_point* out) const;
 
  private:
   using Key = std::pair<int32_t, std::string>;  // process set, name

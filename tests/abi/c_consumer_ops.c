@@ -216,6 +216,15 @@ static void test_stats(void) {
   CHECK(stats.coordinator_requests == 0 && stats.rounds > 0);
   CHECK(stats.cache_hits + stats.cache_misses >= stats.tensors);
 
+  {
+    char report[1024];
+    size_t report_length = 0;
+    EXPECT_OK(hvd_dump_pending(NULL, 0, &report_length));
+    CHECK(report_length > 0);
+    EXPECT_OK(hvd_dump_pending(report, sizeof(report), &report_length));
+    CHECK(strstr(report, "0 ops in flight") != NULL);
+    EXPECT_ERR(hvd_dump_pending(report, 4, NULL), HVD_ERR_INVALID_ARGUMENT, "size");
+  }
   EXPECT_OK(hvd_stats_format(NULL, 0, &length));
   CHECK(length > 0 && length < sizeof(text));
   EXPECT_ERR(hvd_stats_format(text, length, NULL), HVD_ERR_INVALID_ARGUMENT, "size");

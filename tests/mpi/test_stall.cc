@@ -3,6 +3,7 @@
 // step). Rank 0 logs "Missing ranks:" naming the last rank and the tensor; the tensor fails with
 // HVD_ERR_TIMEOUT on every rank that submitted it; the next op works everywhere.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -64,6 +65,52 @@ void skip_and_expect_timeout(Results& results, const char* name) {
   record(results, std::string("stall.next_op_after_") + name, ok, status_text(s));
 }
 
+bool log_has(const std::string& needle) {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  return log_text.find(needle) != std::string::npos;
+}
+
+// While the last rank skips "z": every other rank's log gets a hang report by itself once "z"
+// waited past the check time (1 s), SIGUSR1 adds one, and hvd_dump_pending returns one that
+// names "z", its phase and (on rank 0, the coordinator) the missing rank.
+void hang_reports(Results& results) {
+  const int last = hvd_size() - 1;
+  const bool skipper = hvd_rank() == last;
+  std::string dump, detail;
+  bool ok = true;
+  if (skipper) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  } else {
+    float data[16] = {0};
+    int64_t shape[1] = {16};
+    hvd_tensor_t t = make_tensor(data, HVD_FLOAT32, {16});
+    t.shape = shape;
+    hvd_handle_t h = 0;
+    hvd_status_t s = hvd_allreduce_async(&t, data, HVD_OP_SUM, "z", nullptr, &h);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+    raise(SIGUSR1);
+    char text[8192];
+    size_t length = 0;
+    const hvd_status_t d = hvd_dump_pending(text, sizeof(text), &length);
+    dump = d == HVD_SUCCESS ? text : status_text(d);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ok = s == HVD_SUCCESS && d == HVD_SUCCESS && length == dump.size() &&
+         dump.find("'z' ALLREDUCE, process set 0, float32 [16]") != std::string::npos &&
+         dump.find("negotiating") != std::string::npos && log_has("hang report, requested") &&
+         log_has("hang report, an op has waited more than 1 s");
+    if (ok && hvd_rank() == 0) {
+      ok = dump.find("as coordinator of process set 0") != std::string::npos &&
+           dump.find("'z' (ALLREDUCE): waiting for ranks " + std::to_string(last)) !=
+               std::string::npos;
+    }
+    const hvd_status_t w = hvd_wait(h);
+    ok = ok && w == HVD_ERR_TIMEOUT;
+    hvd_handle_free(h);
+    detail = "dump: " + dump + " wait: " + status_text(w);
+  }
+  record(results, "stall.hang_reports", ok, detail);
+}
+
 }  // namespace
 
 int run_stall_suite() {
@@ -80,6 +127,7 @@ int run_stall_suite() {
   }
   skip_and_expect_timeout(results, "x");
   skip_and_expect_timeout(results, "y");
+  hang_reports(results);
   const int rc = finish(results, "stall");
   hvd_set_log_callback(nullptr, nullptr);
   return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
