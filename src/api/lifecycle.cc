@@ -32,6 +32,7 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.timeline_path = settings.get_str("HVDC_TIMELINE");
   config.timeline_mark_cycles = settings.get_int("HVDC_TIMELINE_MARK_CYCLES") != 0;
   config.process_sets = settings.get_str("HVDC_PROCESS_SETS");
+  config.timeout_seconds = static_cast<int>(settings.get_int("HVDC_TIMEOUT"));
   return config;
 }
 

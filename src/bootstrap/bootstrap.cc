@@ -83,7 +83,7 @@ bool mpi_source(const LaunchInfo& info) {
 // rendezvous address is given), the store for any other multi-rank launch.
 Status choose_bootstrap(const BootstrapOptions& options, const LaunchInfo& info,
                         std::unique_ptr<Bootstrap>* out) {
-  if (info.size == 1 && info.source == "singleton") {
+  if (info.size == 1) {  // one rank (srun -n 1, HVDC_SIZE=1, ...) needs nobody to meet
     *out = make_singleton_bootstrap();
     return Status::ok();
   }

@@ -1,5 +1,7 @@
 #include "bootstrap/discovery.h"
 
+#include <string>
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -274,8 +276,10 @@ Status resolve_master(const Env& env, LaunchInfo* info) {
   } else if (torchrun) {
     info->master_addr = env.get("MASTER_ADDR");
   }
-  if (const char* port = env.get("HVDC_MASTER_PORT")) {
-    return parse_int("HVDC_MASTER_PORT", port, 1, kMaxPort, &info->master_port);
+  const char* given = env.get("HVDC_MASTER_PORT");
+  // "0" is the setting's default (hvdc-info, hvd_config): the same as not set.
+  if (given != nullptr && std::string(given) != "0") {
+    return parse_int("HVDC_MASTER_PORT", given, 1, kMaxPort, &info->master_port);
   }
   const char* torch_port = torchrun ? env.get("MASTER_PORT") : nullptr;
   if (torch_port == nullptr) return Status::ok();

@@ -67,6 +67,7 @@ Status Engine::connect() {
   options.rank = rank;
   options.size = size;
   options.spin_micros = config_.spin_micros;
+  options.progress_timeout_seconds = config_.timeout_seconds;
   auto exchange = [this](const std::string& mine, std::vector<std::string>* all) {
     return bootstrap::allgather_strings(*bootstrap_, mine, all);
   };

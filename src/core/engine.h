@@ -40,6 +40,7 @@ struct EngineConfig {
   std::string timeline_path;         // rank 0 records a timeline there from the start
   bool timeline_mark_cycles = false;
   std::string process_sets;  // static sets, "0,2;1,3" (HVDC_PROCESS_SETS)
+  int timeout_seconds = 60;  // no progress this long in a round or a collective fails; 0: never
 };
 
 // Counters since init; read from any thread.
@@ -120,6 +121,8 @@ class Engine {
   void send_round_message();
   CacheBits announce_cache_bits(SetState& set);
   void complete_round();
+  bool round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages);
+  void probe_liveness();
   std::vector<Response> agree_cached(SetState& set,
                                      const std::vector<std::unique_ptr<RoundMessage>>& messages,
                                      const std::vector<Response>& negotiated);
@@ -186,6 +189,8 @@ class Engine {
   uint64_t round_ = 0;         // rounds completed
   bool in_round_ = false;      // this rank's message for round_ + 1 is out
   bool round_wanted_ = false;  // something new to announce
+  std::chrono::steady_clock::time_point round_started_;  // when this rank's message went out
+  std::chrono::steady_clock::time_point last_round_done_;
   std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
   std::chrono::steady_clock::time_point next_stall_check_;
   bool warned_eviction_ = false;

@@ -40,6 +40,7 @@ bool Engine::progress_rounds() {
     slot[from] = std::move(msg);
   }
   if (!terminated_.is_ok()) return busy;
+  probe_liveness();
   const bool peer_started = inbox_.count(round_ + 1) != 0;
   if (!in_round_ && (round_wanted_ || peer_started)) {
     send_round_message();
@@ -48,7 +49,7 @@ bool Engine::progress_rounds() {
   if (in_round_) {
     const auto& messages = inbox_[round_ + 1];
     for (const auto& m : messages) {
-      if (!m) return busy;
+      if (!m) return round_timed_out(messages) || busy;
     }
     complete_round();
     busy = true;
@@ -70,6 +71,7 @@ void Engine::send_round_message() {
   }
   round_wanted_ = false;
   in_round_ = true;
+  round_started_ = std::chrono::steady_clock::now();
   if (transport_) {
     const std::string encoded = encode(*mine);
     for (int p = 0; p < topology_.size; ++p) {
@@ -85,6 +87,40 @@ void Engine::send_round_message() {
   auto& slot = inbox_[mine->round];
   slot.resize(topology_.size);
   slot[topology_.rank] = std::move(mine);
+}
+
+// A tensor that waits at the coordinator for a rank that does not submit it may wait for a
+// rank that is busy computing (legitimate; the stall inspector reports it) or for one whose
+// process stopped. Only a round tells them apart: any live rank's engine thread answers one.
+// So while ops wait here, an empty round goes out every HVDC_TIMEOUT / 2, and a rank that does
+// not answer it within HVDC_TIMEOUT times out (round_timed_out).
+void Engine::probe_liveness() {
+  if (config_.timeout_seconds <= 0 || in_round_ || round_wanted_ || !transport_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const auto half = std::chrono::milliseconds(config_.timeout_seconds * 500);
+  if (now - last_round_done_ < half) return;
+  std::chrono::steady_clock::time_point oldest;
+  if (!queue_.oldest_submitted(&oldest) || now - oldest < half) return;
+  round_wanted_ = true;
+}
+
+// A rank whose round message does not come within HVDC_TIMEOUT has stopped, hangs or cannot be
+// reached (a dead peer's connection error usually ends the engine's work sooner).
+bool Engine::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages) {
+  if (config_.timeout_seconds <= 0) return false;
+  const auto waited = std::chrono::steady_clock::now() - round_started_;
+  if (waited < std::chrono::seconds(config_.timeout_seconds)) return false;
+  std::string missing;
+  for (size_t r = 0; r < messages.size(); ++r) {
+    if (!messages[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  terminate(common::make_error(HVD_ERR_TIMEOUT,
+                               "rank %d: negotiation round %llu got no message from rank(s) %s "
+                               "for %d s (HVDC_TIMEOUT); they stopped, hang or are unreachable",
+                               topology_.rank, static_cast<unsigned long long>(round_ + 1),
+                               missing.c_str(), config_.timeout_seconds),
+            true);
+  return true;
 }
 
 // The set's cache slots ready here and found stale here; empty vectors when there are none.
@@ -132,6 +168,7 @@ void Engine::complete_round() {
   for (Response& r : cached) list.push_back(std::move(r));
   ++round_;
   in_round_ = false;
+  last_round_done_ = std::chrono::steady_clock::now();
   ++stats_.rounds;
   for (auto& [id, set] : sets_) revalidate_pending_hits(*set);
   trace_queued(list);

@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
   using namespace hvdc_test;
   const char* mode = argc > 1 ? argv[1] : "main";
   if (std::strcmp(mode, "abort") == 0) return run_abort_suite();
+  if (std::strcmp(mode, "fault-stop") == 0) {
+    return run_fault_stop_suite(argc > 2 ? argv[2] : "negotiation");
+  }
   if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
   if (std::strcmp(mode, "stall") == 0) return run_stall_suite();
   if (std::strcmp(mode, "timeline") == 0) return run_timeline_suite();

@@ -25,6 +25,7 @@ void test_join(Results& results);
 void test_process_sets(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
+int run_fault_stop_suite(const char* phase);  // "negotiation" or "transfer"; HVDC_TIMEOUT=2
 int run_reinit_suite();
 int run_stall_suite();
 int run_timeline_suite();  // run by check_timeline.py  // needs HVDC_STALL_CHECK_TIME=1

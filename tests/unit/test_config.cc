@@ -85,7 +85,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_STALL_SHUTDOWN_TIME"), 300);
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
-  EXPECT_EQ(s.entries().size(), 21u);
+  EXPECT_EQ(s.entries().size(), 22u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }

@@ -230,6 +230,15 @@ TEST(Discovery, HvdcMasterOverridesTorchrun) {
   EXPECT_EQ(info.note, "");
 }
 
+// "0" is HVDC_MASTER_PORT's default as hvd_config and hvdc-info show it: the same as unset.
+TEST(Discovery, HvdcMasterPortZeroMeansUnset) {
+  Vars env = kTorchrun;
+  env["HVDC_MASTER_PORT"] = "0";
+  LaunchInfo info = discover_ok(env);
+  EXPECT_NE(info.master_port, 0);
+  EXPECT_NE(info.note.find("MASTER_PORT + 1"), std::string::npos) << info.note;
+}
+
 TEST(Discovery, MasterVariablesCountOnlyUnderTorchrun) {
   // MASTER_ADDR/PORT left in the environment do not leak into another source.
   Vars env = kOpenMpi;
@@ -286,7 +295,7 @@ TEST(Discovery, MalformedLocalValuesAreErrors) {
 }
 
 TEST(Discovery, MalformedPortsAreErrors) {
-  expect_invalid({{"HVDC_MASTER_PORT", "0"}}, {"HVDC_MASTER_PORT", "'0'"});
+  expect_invalid({{"HVDC_MASTER_PORT", "-1"}}, {"HVDC_MASTER_PORT", "'-1'"});
   expect_invalid({{"HVDC_MASTER_PORT", "65536"}}, {"HVDC_MASTER_PORT", "'65536'"});
   expect_invalid({{"HVDC_MASTER_PORT", "http"}}, {"HVDC_MASTER_PORT", "'http'"});
   expect_invalid(merged({kTorchrun, {{"MASTER_PORT", "x1"}}}), {"MASTER_PORT", "'x1'"});

@@ -68,6 +68,7 @@ class UcxTransport final : public Transport {
   // Collects finished requests; a failed one becomes the returned status.
   Status reap(Request* reqs, size_t count, bool* all_done);
   void cancel(Request* reqs, size_t count);
+  bool stalled_since(Clock::time_point last_moved) const;  // past the progress timeout
   void reap_outbox();
 
   UcxOptions options_;
@@ -245,16 +246,49 @@ void UcxTransport::cancel(Request* reqs, size_t count) {
   }
 }
 
+namespace {
+
+size_t incomplete(const Request* reqs, size_t count) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i) n += reqs[i].impl != nullptr ? 1 : 0;
+  return n;
+}
+
+// "receive from rank 1, send to rank 2": what a stuck wait still waits for.
+std::string describe_waiting(const Request* reqs, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count && out.size() < 200; ++i) {
+    if (reqs[i].impl == nullptr) continue;
+    out += common::strfmt("%s%s rank %d", out.empty() ? "" : ", ",
+                          reqs[i].is_recv ? "receive from" : "send to", reqs[i].peer);
+  }
+  return out;
+}
+
+}  // namespace
+
 Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
   const auto spin = std::chrono::microseconds(options_.spin_micros);
   auto spin_until = Clock::now() + spin;
+  auto last_moved = Clock::now();
+  size_t left = incomplete(reqs, count);
   for (;;) {
     bool all_done = false;
     Status st = reap(reqs, count, &all_done);
     if (st.is_ok() && all_done) return st;
-    if (st.is_ok() && progress() > 0) {
-      spin_until = Clock::now() + spin;
+    const size_t now_left = incomplete(reqs, count);
+    if (st.is_ok() && (progress() > 0 || now_left != left)) {
+      left = now_left;
+      spin_until = last_moved = Clock::now();
+      spin_until += spin;
       continue;
+    }
+    if (st.is_ok() && stalled_since(last_moved)) {
+      st = make_error(HVD_ERR_TIMEOUT,
+                      "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to %s; that peer "
+                      "stopped, hangs or is unreachable",
+                      options_.rank, options_.progress_timeout_seconds,
+                      describe_waiting(reqs, count).c_str());
     }
     // Only once nothing moves and every completion was collected: a peer's notice that arrived
     // after its last data must not fail an op that data completes.
@@ -265,6 +299,12 @@ Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrup
     }
     if (Clock::now() > spin_until) sleep(-1, 1);
   }
+}
+
+bool UcxTransport::stalled_since(Clock::time_point last_moved) const {
+  if (options_.progress_timeout_seconds <= 0) return false;
+  return Clock::now() - last_moved >
+         std::chrono::duration<double>(options_.progress_timeout_seconds);
 }
 
 Status UcxTransport::send_message(int peer, Tag tag, std::string bytes) {

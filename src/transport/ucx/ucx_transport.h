@@ -19,6 +19,9 @@ struct UcxOptions {
   int rank = 0;
   int size = 1;
   int spin_micros = 50;
+  // A wait in which nothing moves for this long fails with HVD_ERR_TIMEOUT naming the peers it
+  // waits for (a stopped or hung peer); 0 waits forever.
+  double progress_timeout_seconds = 0;
 };
 
 // HVD_ERR_UNSUPPORTED when hvdc was built without UCX.
