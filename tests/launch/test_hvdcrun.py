@@ -23,6 +23,13 @@ TAG = re.compile(r"^\[1,(\d+)\]<(stdout|stderr)>:(.*)$")
 LAUNCHER_PREFIXES = ("HVDC_", "HOROVOD_", "SLURM_", "OMPI_", "PMI_", "PMIX_", "UCX_", "NCCL_")
 
 
+
+def kill_if_running(proc):
+    """Leaves no hvdcrun behind when a check failed half-way."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
 def check(cond, message):
     if not cond:
         raise AssertionError(message)
@@ -151,6 +158,15 @@ def test_program_not_found():
     check(elapsed < 10, f"took {elapsed:.1f} s")
 
 
+def test_iface_not_inherited():
+    # Rank 0's store would listen only on HVDC_IFACE while the ranks are told 127.0.0.1.
+    env = clean_env(HVDC_IFACE="lo")
+    proc, _ = run(["-np", "2", "sh", "-c", 'echo "HVDC_IFACE=${HVDC_IFACE-unset}"'], env)
+    check(proc.returncode == 0, describe(proc))
+    want = {0: ["HVDC_IFACE=unset"], 1: ["HVDC_IFACE=unset"]}
+    check(rank_lines(proc.stdout, "stdout") == want, describe(proc))
+
+
 # ---- failures -----------------------------------------------------------------------------------
 
 def test_exit_code_propagates():
@@ -213,9 +229,7 @@ def signal_job(signals, stubborn=False, np=3):
             elapsed = time.monotonic() - start
             check_all_gone(pids)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            kill_if_running(proc)
     return proc.returncode, elapsed, err
 
 
@@ -243,6 +257,50 @@ def test_second_sigint_kills_at_once():
     code, elapsed, err = signal_job([signal.SIGINT, signal.SIGINT], stubborn=True)
     check(code == 130, f"exit {code}\n{err}")
     check(elapsed < 2, f"ranks gone after {elapsed:.1f} s")
+
+
+def test_sigkill_of_hvdcrun_kills_ranks():
+    # hvdcrun cannot forward SIGKILL; the ranks must not outlive it all the same.
+    with tempfile.TemporaryDirectory() as d:
+        proc = subprocess.Popen([HVDCRUN, "-np", "2", "sh", RANK_PROG, "sleep", d],
+                                env=clean_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            wait_for_pid_files(d, 4)
+            ranks = [int((pathlib.Path(d) / f"{r}.pid").read_text()) for r in range(2)]
+            children = [int((pathlib.Path(d) / f"{r}.child.pid").read_text()) for r in range(2)]
+            proc.kill()
+            proc.wait()
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline and any(alive(p) for p in ranks):
+                time.sleep(0.05)
+            for p in children:  # started by the ranks, not by hvdcrun: not this test's subject
+                if alive(p):
+                    os.kill(p, signal.SIGKILL)
+            check_all_gone(ranks)
+        finally:
+            kill_if_running(proc)
+
+
+def test_sigint_with_unread_stdout():
+    # hvdcrun ... | less, with less idle: output blocks, and Ctrl-C must still stop the job.
+    spam = 'echo $$ > "$0/$HVDC_RANK.tmp" && mv "$0/$HVDC_RANK.tmp" "$0/$HVDC_RANK.pid"; exec yes'
+    with tempfile.TemporaryDirectory() as d:
+        proc = subprocess.Popen([HVDCRUN, "-np", "2", "sh", "-c", spam, d], env=clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            pids = wait_for_pid_files(d, 2)
+            time.sleep(0.5)  # long enough to fill every pipe
+            start = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=10)
+            elapsed = time.monotonic() - start
+            check_all_gone(pids)
+        finally:
+            kill_if_running(proc)
+            proc.stdout.close()
+    check(code == 130, f"exit {code}")
+    check(elapsed < 5, f"hvdcrun took {elapsed:.1f} s to stop")
 
 
 # ---- delegation to mpirun and srun --------------------------------------------------------------
@@ -426,10 +484,11 @@ def test_usage_errors():
 
 GROUPS = {
     "local": [test_env_per_rank, test_partial_lines, test_program_arguments_are_not_options,
-              test_program_not_found],
+              test_program_not_found, test_iface_not_inherited],
     "failure": [test_exit_code_propagates, test_stubborn_ranks_are_killed, test_signal_death,
                 test_timeout],
-    "signals": [test_sigint, test_sigint_stubborn, test_sigterm, test_second_sigint_kills_at_once],
+    "signals": [test_sigint, test_sigint_stubborn, test_sigterm, test_second_sigint_kills_at_once,
+                test_sigkill_of_hvdcrun_kills_ranks, test_sigint_with_unread_stdout],
     "delegation": [test_mpirun_hosts, test_mpirun_hostfile_and_flags, test_srun,
                    test_srun_outside_slurm, test_launcher_not_found],
     "usage": [test_help, test_version, test_usage_errors],

@@ -486,4 +486,48 @@ TEST(StoreServer, OversizedFramesAreRejectedWithoutAllocating) {
   ASSERT_TRUE(client->set("k", "v").is_ok());
 }
 
+// Idle connections that never authenticate cannot use up rank 0's descriptors: beyond the cap
+// the oldest is dropped, a real rank still gets in, and the refusals do not flood the log.
+TEST(StoreServer, IdleStrangersAreCappedAndRanksStillJoin) {
+  LogCapture log;
+  std::unique_ptr<StoreServer> server;
+  StoreServerOptions options;
+  options.secret = "s";
+  options.expected_size = 1;  // cap: 2 * 1 + 16
+  ASSERT_TRUE(StoreServer::start(options, &server).is_ok());
+  constexpr size_t kCap = 18;
+  constexpr int kIdle = 3 * kCap;
+  std::vector<int> idle;
+  for (int i = 0; i < kIdle; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(server->port()));
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    idle.push_back(fd);
+  }
+  for (int i = 0; i < 500 && server->stats().accepted < kIdle; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::unique_ptr<StoreClient> client;
+  StoreClientOptions client_options;
+  client_options.port = server->port();
+  client_options.secret = "s";
+  client_options.rank = 0;
+  client_options.timeout_seconds = 10;
+  ASSERT_TRUE(StoreClient::connect(client_options, &client).is_ok());
+  ASSERT_TRUE(client->set("k", "v").is_ok());
+  std::vector<std::string> values;
+  ASSERT_TRUE(client->get({"k"}, 5, &values).is_ok());
+  EXPECT_EQ(values, std::vector<std::string>{"v"});
+
+  const bs::StoreServerStats stats = server->stats();
+  EXPECT_EQ(stats.accepted, static_cast<uint64_t>(kIdle) + 1);
+  EXPECT_LE(stats.peak_unauthenticated, kCap);
+  EXPECT_EQ(stats.dropped_unauthenticated, static_cast<uint64_t>(kIdle) + 1 - kCap);
+  EXPECT_LE(log.count("refused"), 10u) << log.all();
+  for (int fd : idle) ::close(fd);
+}
+
 }  // namespace

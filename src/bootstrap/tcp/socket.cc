@@ -274,6 +274,13 @@ int poll_timeout_ms(Clock::time_point deadline) {
 
 namespace {
 
+// One attempt may not use up the whole deadline: an address that silently drops SYNs (an
+// unreachable IPv6 address listed first) would otherwise leave no time for the others.
+constexpr auto kMaxAttempt = std::chrono::seconds(5);
+// Longer timeouts (about 116 days) are treated as this, so converting them to the clock's
+// nanoseconds cannot overflow.
+constexpr double kMaxTimeoutSeconds = 1e7;
+
 // One attempt; returns 0 or the errno that ended it.
 int try_connect(const SocketAddress& address, Clock::time_point deadline, Fd* out) {
   Fd fd(::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -310,8 +317,8 @@ Status connect_with_backoff(const std::string& host, int port, int rank, double 
                             Fd* out) {
   using std::chrono::duration;
   const auto start = Clock::now();
-  const auto deadline =
-      start + std::chrono::duration_cast<Clock::duration>(duration<double>(timeout_seconds));
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(duration<double>(
+                                    std::min(timeout_seconds, kMaxTimeoutSeconds)));
   std::minstd_rand jitter(static_cast<uint32_t>(rank) * 7919u + static_cast<uint32_t>(getpid()));
   std::uniform_real_distribution<double> spread(0.75, 1.25);
   double backoff_s = 0.01;
@@ -323,7 +330,7 @@ Status connect_with_backoff(const std::string& host, int port, int rank, double 
     if (!st.is_ok()) last_error = st.message();
     for (const SocketAddress& address : addresses) {
       ++attempts;
-      const int err = try_connect(address, deadline, out);
+      const int err = try_connect(address, std::min(deadline, Clock::now() + kMaxAttempt), out);
       if (err == 0) return Status::ok();
       last_error = errno_text(err);
     }

@@ -30,6 +30,10 @@ struct StoreServerOptions {
   std::string iface;
   int port = 0;        // 0: the kernel picks one (tests); port() tells which
   std::string secret;  // empty: unauthenticated (one warning)
+  // The job's size, which bounds how many connections may wait to authenticate at once
+  // (2 * expected_size + 16; 64 when 0, unknown). Beyond that the oldest waiting one is
+  // dropped, so strangers cannot use up rank 0's descriptors.
+  int expected_size = 0;
 };
 
 // Counters for tests and diagnostics.
@@ -37,6 +41,10 @@ struct StoreServerStats {
   uint64_t accepted = 0;  // connections accepted
   uint64_t refused = 0;   // connections dropped for a bad MAC, a malformed or oversized frame
   uint64_t served = 0;    // requests answered
+  // Connections dropped because too many were waiting to authenticate, and the most that
+  // ever waited at once.
+  uint64_t dropped_unauthenticated = 0;
+  size_t peak_unauthenticated = 0;
   // Largest frame buffer held for a connection before / after it authenticated, in bytes.
   size_t largest_hello_buffer = 0;
   size_t largest_frame_buffer = 0;

@@ -79,6 +79,7 @@ Status StoreBootstrap::start() {
     server.iface = options_.iface;
     server.port = options_.port;
     server.secret = options_.secret;
+    server.expected_size = options_.size;
     HVDC_RETURN_IF_ERROR(StoreServer::start(server, &server_));
     client.host = server_->connect_host();
     client.port = server_->port();

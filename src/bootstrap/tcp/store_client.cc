@@ -22,11 +22,14 @@ constexpr double kMinHandshakeSeconds = 10;
 // A get's socket deadline exceeds the wait the store enforces by this much, so the store's
 // answer (naming the missing keys) normally arrives first.
 constexpr double kReplyGraceSeconds = 10;
+// Longer timeouts (about 116 days) are treated as this, so converting them to the clock's
+// nanoseconds or to milliseconds cannot overflow.
+constexpr double kMaxTimeoutSeconds = 1e7;
 
 Clock::time_point after(double seconds) {
   if (seconds <= 0) return Clock::time_point::max();
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(std::min(seconds, kMaxTimeoutSeconds)));
 }
 
 }  // namespace
@@ -228,7 +231,10 @@ Status StoreClient::get(const std::vector<std::string>& keys, double timeout_sec
   request.op = StoreOp::kGet;
   request.keys = keys;
   request.timeout_ms =
-      timeout_seconds > 0 ? std::max<int64_t>(1, static_cast<int64_t>(timeout_seconds * 1000)) : 0;
+      timeout_seconds > 0
+          ? std::max<int64_t>(
+                1, static_cast<int64_t>(std::min(timeout_seconds, kMaxTimeoutSeconds) * 1000))
+          : 0;
   const Clock::time_point deadline =
       timeout_seconds > 0 ? after(timeout_seconds + kReplyGraceSeconds) : Clock::time_point::max();
   StoreReply reply;

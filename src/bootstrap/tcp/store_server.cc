@@ -37,6 +37,41 @@ constexpr int64_t kMaxWaitMs = int64_t{7} * 24 * 3600 * 1000;
 constexpr int kMaxAcceptsPerWakeup = 64;
 // Out of descriptors: stop accepting for a moment rather than spin on a readable listen socket.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// Connections waiting to authenticate, when the job's size is unknown (see StoreServerOptions).
+constexpr size_t kDefaultMaxUnauthenticated = 64;
+// Each refusal names its peer, but a flood of strangers must not flood rank 0's log as well.
+constexpr int kRefusalLogBurst = 10;
+constexpr auto kRefusalLogWindow = std::chrono::seconds(10);
+
+// At most kRefusalLogBurst refusal lines per kRefusalLogWindow, then one line counting the rest.
+class RefusalLog {
+ public:
+  void warn(const std::string& line) {
+    tick(Clock::now());
+    if (logged_ < kRefusalLogBurst) {
+      ++logged_;
+      HVDC_LOG_WARNING("%s", line.c_str());
+    } else {
+      ++suppressed_;
+    }
+  }
+  // Ends the window once it has passed, reporting what it left out.
+  void tick(Clock::time_point now) {
+    if (now - window_start_ < kRefusalLogWindow) return;
+    if (suppressed_ > 0) {
+      HVDC_LOG_WARNING("rendezvous store: refused %llu more connections (not logged one by one)",
+                       static_cast<unsigned long long>(suppressed_));
+    }
+    window_start_ = now;
+    logged_ = 0;
+    suppressed_ = 0;
+  }
+
+ private:
+  Clock::time_point window_start_{};
+  int logged_ = 0;
+  uint64_t suppressed_ = 0;
+};
 
 struct Connection {
   uint64_t id = 0;
@@ -63,7 +98,11 @@ struct Connection {
 
 class StoreServer::Loop {
  public:
-  explicit Loop(const StoreServerOptions& options) : options_(options) {}
+  explicit Loop(const StoreServerOptions& options)
+      : options_(options),
+        max_unauthenticated_(options.expected_size > 0
+                                 ? 2 * static_cast<size_t>(options.expected_size) + 16
+                                 : kDefaultMaxUnauthenticated) {}
   ~Loop() { stop(); }
 
   Status open();
@@ -82,6 +121,9 @@ class StoreServer::Loop {
   void run();
   int next_timeout_ms() const;
   void accept_all();
+  void admit(std::unique_ptr<Connection> c);
+  void drop_oldest_unauthenticated();
+  void fail_all();
   void service(uint64_t id, short revents);
   void read_frames(Connection* c);
   void on_frame(Connection* c, std::string body);
@@ -99,6 +141,9 @@ class StoreServer::Loop {
   Connection* find(uint64_t id);
 
   StoreServerOptions options_;
+  const size_t max_unauthenticated_;
+  size_t unauthenticated_ = 0;  // open connections that have not authenticated yet
+  RefusalLog refusal_log_;
   SocketAddress bound_;
   Fd listen_fd_;
   Fd wake_fd_;
@@ -161,7 +206,7 @@ void StoreServer::Loop::run() {
     }
     const int rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
     if (rc < 0 && errno != EINTR) {
-      HVDC_LOG_ERROR("rendezvous store: poll failed: %s", errno_text(errno).c_str());
+      fail_all();
       break;
     }
     if (rc > 0) {
@@ -171,6 +216,7 @@ void StoreServer::Loop::run() {
       }
     }
     expire(Clock::now());
+    refusal_log_.tick(Clock::now());
     for (auto it = connections_.begin(); it != connections_.end();) {
       it = it->second->closed ? connections_.erase(it) : std::next(it);
     }
@@ -189,6 +235,17 @@ int StoreServer::Loop::next_timeout_ms() const {
     if (entry.second->has_deadline) consider(entry.second->deadline);
   }
   return any ? poll_timeout_ms(next) : -1;
+}
+
+// The store cannot serve any more; closing every connection makes each rank fail at once with
+// an I/O error instead of waiting out its timeout for answers that will never come.
+void StoreServer::Loop::fail_all() {
+  HVDC_LOG_ERROR(
+      "rendezvous store: poll failed: %s; the store stops and closes all %zu connections, so "
+      "the ranks' bootstrap will fail",
+      errno_text(errno).c_str(), connections_.size());
+  for (auto& entry : connections_) close(entry.second.get());
+  listen_fd_.reset();
 }
 
 void StoreServer::Loop::accept_all() {
@@ -220,13 +277,35 @@ void StoreServer::Loop::accept_all() {
     hello.authenticated = !options_.secret.empty();
     std::memcpy(hello.nonce, c->nonce, sizeof(c->nonce));
     c->out = encode_server_hello(hello);
+    admit(std::move(c));
+  }
+}
+
+void StoreServer::Loop::admit(std::unique_ptr<Connection> c) {
+  if (unauthenticated_ >= max_unauthenticated_) drop_oldest_unauthenticated();
+  ++unauthenticated_;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    ++stats_.accepted;
+    stats_.peak_unauthenticated = std::max(stats_.peak_unauthenticated, unauthenticated_);
+  }
+  Connection* raw = c.get();
+  connections_[raw->id] = std::move(c);
+  flush(raw);
+}
+
+// The oldest has had the longest to send its hello; a real rank sends it at once, so a
+// connection still silent is the likeliest not to be one.
+void StoreServer::Loop::drop_oldest_unauthenticated() {
+  for (auto& entry : connections_) {  // in id order: oldest first
+    Connection* c = entry.second.get();
+    if (c->closed || c->authenticated) continue;
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
-      ++stats_.accepted;
+      ++stats_.dropped_unauthenticated;
     }
-    Connection* raw = c.get();
-    connections_[raw->id] = std::move(c);
-    flush(raw);
+    return refuse(c, strfmt("over %zu connections waiting to authenticate; dropping the oldest",
+                            max_unauthenticated_));
   }
 }
 
@@ -296,6 +375,7 @@ void StoreServer::Loop::on_hello(Connection* c, std::string body) {
         c, strfmt("hello of rank %d failed authentication (wrong HVDC_SECRET?)", hello.rank));
   }
   c->authenticated = true;
+  --unauthenticated_;
   c->rank = hello.rank;
   c->has_deadline = false;
   c->reader.set_limit(kStoreMaxFrameBytes);
@@ -406,7 +486,7 @@ void StoreServer::Loop::expire(Clock::time_point now) {
 }
 
 void StoreServer::Loop::refuse(Connection* c, const std::string& why) {
-  HVDC_LOG_WARNING("rendezvous store: refused %s: %s", c->who().c_str(), why.c_str());
+  refusal_log_.warn(strfmt("rendezvous store: refused %s: %s", c->who().c_str(), why.c_str()));
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     ++stats_.refused;
@@ -417,6 +497,8 @@ void StoreServer::Loop::refuse(Connection* c, const std::string& why) {
 // Closes at once; the entry is erased after the current poll round, whose results may still
 // name this connection (by id, never by descriptor, which the kernel may already reuse).
 void StoreServer::Loop::close(Connection* c) {
+  if (c->closed) return;
+  if (!c->authenticated) --unauthenticated_;
   if (c->waiting) table_.cancel(c->id, nullptr);
   c->waiting = false;
   c->has_deadline = false;

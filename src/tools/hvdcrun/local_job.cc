@@ -73,8 +73,13 @@ std::string ranks_text(int n) {
 
 // In the forked child: its own process group (so hvdcrun decides who gets a terminal's Ctrl-C),
 // the pipes as stdout and stderr, default signal handling, then the program.
-[[noreturn]] void exec_rank(int stdin_fd, int out_fd, int err_fd, char** argv, char** envp) {
+[[noreturn]] void exec_rank(pid_t parent, int stdin_fd, int out_fd, int err_fd, char** argv,
+                            char** envp) {
   setpgid(0, 0);
+  // A SIGKILLed hvdcrun cannot stop its ranks, so the kernel does. If hvdcrun died before this
+  // took effect the child has been reparented already: give up rather than run unsupervised.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(128 + SIGKILL);
   if (stdin_fd >= 0) dup2(stdin_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
@@ -112,6 +117,8 @@ class LocalJob {
   int poll_timeout_ms(Clock::time_point now) const;
   void read_output(int rank, int which);
   void reap();
+  void forget_empty_groups();
+  bool wait_writable(int fd);
   void on_exit(int rank, int status);
   void handle_signals();
   void check_deadlines(Clock::time_point now);
@@ -132,6 +139,7 @@ class LocalJob {
   bool timed_out_ = false;
   bool stopping_ = false;
   bool internal_error_ = false;
+  bool output_dropped_ = false;  // the job was stopped and its output is not being read
   std::optional<Clock::time_point> deadline_;     // --timeout
   std::optional<Clock::time_point> kill_at_;      // SIGKILL for ranks still running
   std::optional<Clock::time_point> drain_until_;  // set when the last rank has exited
@@ -156,8 +164,12 @@ Status LocalJob::prepare() {
   struct sigaction sa = {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
+  // Without SA_RESTART a stop signal interrupts a write() blocked on a full stdout, so that
+  // it is acted on (see wait_writable) even when nobody reads hvdcrun's output.
+  sa.sa_flags = 0;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
+  sigaction(SIGCHLD, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill hvdcrun before it stops the ranks
   // Orphans of the ranks become hvdcrun's children: reaped here, so a stopped group empties
   // instead of keeping zombies where no init reaps them (containers).
@@ -181,6 +193,9 @@ Status LocalJob::prepare() {
   base_env_["HVDC_MASTER_PORT"] = std::to_string(port);
   base_env_["HVDC_SECRET"] = secret;
   base_env_["HVDC_BOOTSTRAP"] = "store";
+  // Rank 0's store would listen only on that interface's address, where the other ranks,
+  // told 127.0.0.1, cannot reach it.
+  base_env_.erase("HVDC_IFACE");
   return Status::ok();
 }
 
@@ -207,8 +222,9 @@ Status LocalJob::spawn(int rank) {
   sigset_t previous;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &previous);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) exec_rank(stdin_fd, out[1], err[1], argv.data(), envp.data());
+  if (pid == 0) exec_rank(parent, stdin_fd, out[1], err[1], argv.data(), envp.data());
   const int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &previous, nullptr);
   close(out[1]);
@@ -227,7 +243,8 @@ Status LocalJob::spawn(int rank) {
     r.fds[which] = which == 0 ? out[0] : err[0];
     fcntl(r.fds[which], F_SETFL, fcntl(r.fds[which], F_GETFL) | O_NONBLOCK);
     r.streams[which] = std::make_unique<TaggedStream>(which == 0 ? STDOUT_FILENO : STDERR_FILENO,
-                                                      TaggedStream::prefix_for(rank, which == 1));
+                                                      TaggedStream::prefix_for(rank, which == 1),
+                                                      [this](int fd) { return wait_writable(fd); });
   }
   if (options_.verbose) std::fprintf(stderr, "hvdcrun: rank %d is pid %d\n", rank, pid);
   return Status::ok();
@@ -326,7 +343,9 @@ void LocalJob::read_output(int rank, int which) {
 void LocalJob::reap() {
   int status = 0;
   pid_t pid;
+  bool reaped = false;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    reaped = true;
     for (int rank = 0; rank < options_.np; ++rank) {
       if (ranks_[rank].pid == pid && ranks_[rank].running) {
         ranks_[rank].running = false;
@@ -334,6 +353,35 @@ void LocalJob::reap() {
         on_exit(rank, status);
       }
     }
+  }
+  if (reaped) forget_empty_groups();
+}
+
+// Once a rank's group is empty and its leader reaped, the id may belong to a stranger's new
+// group at any time: note it as gone now, so that no later signal can reach that group.
+void LocalJob::forget_empty_groups() {
+  for (Rank& r : ranks_) {
+    if (r.pid <= 0 || r.running || r.group_gone) continue;
+    if (kill(-r.pid, 0) != 0 && errno == ESRCH) r.group_gone = true;
+  }
+}
+
+// Called while stdout or stderr cannot take a rank's output (hvdcrun | less, with less idle):
+// signals, deadlines and exited ranks are still dealt with while waiting for the reader. False
+// (drop the rest) once the user stopped the job and every rank's process is gone.
+bool LocalJob::wait_writable(int fd) {
+  for (;;) {
+    if (output_dropped_) return false;
+    reap();
+    const Clock::time_point now = Clock::now();
+    check_deadlines(now);
+    const bool stopped_by_user = received_signal_ != 0 || timed_out_;
+    output_dropped_ = stopped_by_user && running_ == 0 && live_groups() == 0;
+    if (output_dropped_) return false;
+    pollfd fds[2] = {{signal_pipe_[0], POLLIN, 0}, {fd, POLLOUT, 0}};
+    if (poll(fds, 2, poll_timeout_ms(now)) < 0) continue;  // EINTR
+    if (fds[0].revents != 0) handle_signals();
+    if (fds[1].revents != 0) return true;  // writable, or an error the write will report
   }
 }
 

@@ -4,17 +4,23 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 
 namespace hvdc::hvdcrun {
+
+// Called when fd cannot take more output right now: waits until it can, doing whatever else
+// must not wait meanwhile; false to drop the rest.
+using WaitWritable = std::function<bool(int fd)>;
 
 class TaggedStream {
  public:
   // "[1,<rank>]<stdout>:" or "[1,<rank>]<stderr>:"; 1 stands for Open MPI's job number.
   static std::string prefix_for(int rank, bool is_stderr);
 
-  TaggedStream(int out_fd, std::string prefix) : out_fd_(out_fd), prefix_(std::move(prefix)) {}
+  TaggedStream(int out_fd, std::string prefix, WaitWritable wait = {})
+      : out_fd_(out_fd), prefix_(std::move(prefix)), wait_(std::move(wait)) {}
 
   // Writes every line that `data` completes; keeps the rest for later.
   void feed(const char* data, size_t bytes);
@@ -29,10 +35,12 @@ class TaggedStream {
   int out_fd_;
   std::string prefix_;
   std::string partial_;  // the started, incomplete line
+  WaitWritable wait_;
 };
 
-// Writes all bytes (retrying after EINTR and short writes, waiting while the descriptor is
-// non-blocking and full). False when the reader is gone; the caller drops the output then.
-bool write_all(int fd, const char* data, size_t bytes);
+// Writes all bytes (retrying after EINTR and short writes). While the descriptor is full it
+// waits through `wait`, if given (and then never blocks in write()), else in write() or poll().
+// False when the reader is gone or `wait` gave up; the caller drops the output then.
+bool write_all(int fd, const char* data, size_t bytes, const WaitWritable& wait = {});
 
 }  // namespace hvdc::hvdcrun
