@@ -23,6 +23,12 @@ class Bootstrap {
   virtual Status allgather(const void* in, size_t bytes, void* out) = 0;
   virtual Status broadcast(void* buf, size_t bytes, int root) = 0;
   virtual Status barrier() = 0;
+  // A barrier that gives up after `seconds` with HVD_ERR_TIMEOUT (shutting down after a peer
+  // died). The bootstrap may then be unusable; finalize() still returns. Default: barrier().
+  virtual Status barrier_within(double seconds) {
+    (void)seconds;
+    return barrier();
+  }
   // Releases what init acquired (MPI_Finalize where hvdc initialized MPI). Called once.
   virtual Status finalize() { return Status::ok(); }
 };

@@ -22,6 +22,9 @@ std::string system_hostname() {
   return name;
 }
 
+// How long hvd_shutdown waits for the other ranks after the engine's work ended in a fault.
+constexpr double kFaultedShutdownSeconds = 5;
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config)
@@ -188,13 +191,17 @@ Status Engine::shutdown() {
   queue_.wake();
   if (thread_.joinable()) thread_.join();
   timeline_stop();  // the file is complete JSON once hvd_shutdown returns
+  // After a fault a peer may be gone for good: wait for the others a bounded time only.
+  const bool faulted = !async_error().is_ok();
+  auto barrier = [&] {
+    return faulted ? bootstrap_->barrier_within(kFaultedShutdownSeconds) : bootstrap_->barrier();
+  };
   // Every rank must be past its last send before endpoints close.
-  Status status = bootstrap_->barrier();
+  Status status = barrier();
   if (transport_) {
     Status closed = transport_->close();
     if (status.is_ok()) status = closed;
-    Status again = bootstrap_->barrier();
-    if (status.is_ok()) status = again;
+    if (status.is_ok()) status = barrier();
     transport_.reset();
   }
   Status finalized = bootstrap_->finalize();

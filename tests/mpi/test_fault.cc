@@ -1,6 +1,7 @@
 // Fault cases that end the engine's work, one per process (run with HVDC_TIMEOUT=2 at np 3):
 //   fault-stop negotiation: rank 1 stops itself (SIGSTOP) before an allreduce;
-//   fault-stop transfer:    rank 1 stops itself while a large allreduce runs.
+//   fault-stop transfer:    rank 1 stops itself while a large allreduce runs;
+//   fault-stop kill:        rank 1 dies (SIGKILL) before an allreduce.
 // Every survivor must get HVD_ERR_TIMEOUT (or the notice of a peer that detected it) naming
 // rank 1 within HVDC_TIMEOUT + 5 s, and hvd_shutdown must return. A survivor then resumes rank
 // 1 (SIGCONT), whose next op must fail too. Verdicts are per rank (hvdc cannot agree on them once
@@ -61,7 +62,7 @@ hvd_status_t allreduce_until_failure(size_t count, int tries) {
   return HVD_SUCCESS;
 }
 
-int survivor(const std::vector<int64_t>& pids, size_t count, int timeout) {
+int survivor(const std::vector<int64_t>& pids, size_t count, int timeout, bool resume) {
   const auto start = Clock::now();
   const hvd_status_t s = allreduce_until_failure(count, 200);
   const double waited = std::chrono::duration<double>(Clock::now() - start).count();
@@ -74,7 +75,7 @@ int survivor(const std::vector<int64_t>& pids, size_t count, int timeout) {
   int rc = verdict(typed && names && waited < timeout + 5.0, "survivor_gets_typed_error");
   hvd_status_t async = HVD_SUCCESS;
   rc |= verdict(hvd_get_async_error(&async) == HVD_SUCCESS && async == s, "async_error_is_first");
-  if (hvd_rank() == 0 && pids.size() > 1) kill(static_cast<pid_t>(pids[1]), SIGCONT);
+  if (resume && hvd_rank() == 0 && pids.size() > 1) kill(static_cast<pid_t>(pids[1]), SIGCONT);
   const auto before = Clock::now();
   hvd_shutdown();
   const double took = std::chrono::duration<double>(Clock::now() - before).count();
@@ -106,6 +107,8 @@ int run_fault_stop_suite(const char* phase) {
     return verdict(false, "setup (needs np >= 3)");
   }
   const bool transfer = std::strcmp(phase, "transfer") == 0;
+  const bool killed = std::strcmp(phase, "kill") == 0;
+  if (killed && hvd_rank() == 1) kill(getpid(), SIGKILL);
   const size_t count = transfer ? (size_t{16} << 20) : 16;  // 64 MiB: long enough to stop in
   if (hvd_rank() == 1) {
     if (!transfer) {
@@ -121,7 +124,7 @@ int run_fault_stop_suite(const char* phase) {
     }
     return stopped_rank();
   }
-  return survivor(pids, count, timeout);
+  return survivor(pids, count, timeout, /*resume=*/!killed);
 }
 
 }  // namespace hvdc_test

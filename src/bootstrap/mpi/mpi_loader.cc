@@ -19,7 +19,8 @@ constexpr size_t kErrLen = 512;
 
 class MpiBootstrap final : public Bootstrap {
  public:
-  explicit MpiBootstrap(const hvdc_mpi_plugin_v1* plugin) : plugin_(plugin) {}
+  MpiBootstrap(const hvdc_mpi_plugin_v1* plugin, const hvdc_mpi_plugin_v2* v2)
+      : plugin_(plugin), v2_(v2) {}
   Status init() { return check(plugin_->init(&rank_, &size_, err_, kErrLen)); }
   const char* name() const override { return "mpi"; }
   int rank() const override { return rank_; }
@@ -31,6 +32,12 @@ class MpiBootstrap final : public Bootstrap {
     return check(plugin_->broadcast(buf, bytes, root, err_, kErrLen));
   }
   Status barrier() override { return check(plugin_->barrier(err_, kErrLen)); }
+  Status barrier_within(double seconds) override {
+    if (v2_ == nullptr) return barrier();  // an older plugin: no bounded barrier
+    const int rc = v2_->barrier_within(seconds, err_, kErrLen);
+    if (rc == 1) return Status(HVD_ERR_TIMEOUT, std::string("mpi bootstrap: ") + err_);
+    return check(rc);
+  }
   Status finalize() override { return check(plugin_->finalize(err_, kErrLen)); }
 
  private:
@@ -39,6 +46,7 @@ class MpiBootstrap final : public Bootstrap {
                    : Status(HVD_ERR_BOOTSTRAP, std::string("mpi bootstrap: ") + err_);
   }
   const hvdc_mpi_plugin_v1* plugin_;
+  const hvdc_mpi_plugin_v2* v2_;  // null for a v1 plugin
   int rank_ = -1;
   int size_ = 0;
   char err_[kErrLen] = {0};
@@ -84,7 +92,9 @@ Status make_mpi_bootstrap(std::unique_ptr<Bootstrap>* out) {
   if (get == nullptr) {
     return make_error(HVD_ERR_UNSUPPORTED, "the MPI plugin lacks %s", HVDC_MPI_PLUGIN_SYMBOL);
   }
-  auto bootstrap = std::make_unique<MpiBootstrap>(get());
+  auto get_v2 =
+      reinterpret_cast<hvdc_mpi_plugin_get_v2_fn>(dlsym(handle, HVDC_MPI_PLUGIN_SYMBOL_V2));
+  auto bootstrap = std::make_unique<MpiBootstrap>(get(), get_v2 != nullptr ? get_v2() : nullptr);
   HVDC_RETURN_IF_ERROR(bootstrap->init());
   *out = std::move(bootstrap);
   return Status::ok();

@@ -2,8 +2,10 @@
 // initialized (and then never finalizes it); otherwise initializes MPI and finalizes it later.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <limits>
+#include <thread>
 
 #include "bootstrap/mpi/mpi_plugin_api.h"
 
@@ -11,6 +13,7 @@ namespace {
 
 MPI_Comm g_comm = MPI_COMM_NULL;
 bool g_we_initialized = false;
+bool g_abandoned = false;  // a bounded barrier gave up: leave MPI alone
 
 int fail(char* err, size_t errlen, const char* what, int code) {
   char text[MPI_MAX_ERROR_STRING] = {0};
@@ -70,7 +73,26 @@ int plugin_barrier(char* err, size_t errlen) {
   return rc == MPI_SUCCESS ? 0 : fail(err, errlen, "MPI_Barrier failed", rc);
 }
 
+int plugin_barrier_within(double seconds, char* err, size_t errlen) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_Ibarrier(g_comm, &request);
+  if (rc != MPI_SUCCESS) return fail(err, errlen, "MPI_Ibarrier failed", rc);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    int done = 0;
+    rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return fail(err, errlen, "MPI_Test (barrier) failed", rc);
+    if (done) return 0;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  g_abandoned = true;
+  std::snprintf(err, errlen, "MPI barrier: some rank did not arrive within %g s", seconds);
+  return 1;
+}
+
 int plugin_finalize(char* err, size_t errlen) {
+  if (g_abandoned) return 0;  // a pending barrier: MPI_Comm_free and MPI_Finalize would hang
   if (g_comm != MPI_COMM_NULL) MPI_Comm_free(&g_comm);
   if (!g_we_initialized) return 0;
   g_we_initialized = false;
@@ -78,12 +100,18 @@ int plugin_finalize(char* err, size_t errlen) {
   return rc == MPI_SUCCESS ? 0 : fail(err, errlen, "MPI_Finalize failed", rc);
 }
 
-const hvdc_mpi_plugin_v1 kPlugin = {plugin_init, plugin_allgather, plugin_broadcast, plugin_barrier,
-                                    plugin_finalize};
+const hvdc_mpi_plugin_v2 kPlugin = {
+    {plugin_init, plugin_allgather, plugin_broadcast, plugin_barrier, plugin_finalize},
+    plugin_barrier_within};
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const hvdc_mpi_plugin_v1* hvdc_mpi_plugin_get_v1(
+    void) {
+  return &kPlugin.v1;
+}
+
+extern "C" __attribute__((visibility("default"))) const hvdc_mpi_plugin_v2* hvdc_mpi_plugin_get_v2(
     void) {
   return &kPlugin;
 }

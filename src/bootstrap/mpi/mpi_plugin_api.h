@@ -19,4 +19,16 @@ struct hvdc_mpi_plugin_v1 {
 
 #define HVDC_MPI_PLUGIN_SYMBOL "hvdc_mpi_plugin_get_v1"
 typedef const struct hvdc_mpi_plugin_v1* (*hvdc_mpi_plugin_get_v1_fn)(void);
+
+// v2: a barrier that gives up, for shutting down after a peer died (MPI_Barrier would wait for
+// it forever).
+struct hvdc_mpi_plugin_v2 {
+  struct hvdc_mpi_plugin_v1 v1;
+  // Like barrier, but returns 1 after `seconds` (err says so). MPI is then left as it is:
+  // finalize releases nothing, because MPI_Finalize would wait for the missing rank too.
+  int (*barrier_within)(double seconds, char* err, size_t errlen);
+};
+
+#define HVDC_MPI_PLUGIN_SYMBOL_V2 "hvdc_mpi_plugin_get_v2"
+typedef const struct hvdc_mpi_plugin_v2* (*hvdc_mpi_plugin_get_v2_fn)(void);
 }

@@ -134,6 +134,7 @@ class StoreBootstrap final : public Bootstrap {
   Status allgather(const void* in, size_t bytes, void* out) override;
   Status broadcast(void* buf, size_t bytes, int root) override;
   Status barrier() override;
+  Status barrier_within(double seconds) override;
   // Every rank reports that it is done; rank 0 stops the store only when all have (or after
   // timeout_seconds, with an error naming the ranks that never reported).
   Status finalize() override;

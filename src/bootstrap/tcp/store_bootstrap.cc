@@ -205,6 +205,13 @@ Status StoreBootstrap::barrier() {
   return gather("barrier", others, keys_for("barrier", others, true), 0, true, &values);
 }
 
+// After a fault: waits no longer than `seconds`, here and in finalize(), for ranks that may be
+// gone for good.
+Status StoreBootstrap::barrier_within(double seconds) {
+  if (seconds > 0 && seconds < options_.timeout_seconds) options_.timeout_seconds = seconds;
+  return barrier();
+}
+
 Status StoreBootstrap::finalize() {
   if (finalized_) return Status::ok();
   finalized_ = true;
