@@ -8,5 +8,6 @@ scripts/build.sh
 status=0
 meson test -C build --print-errorlogs --num-processes 2 || status=$?
 scripts/check_no_ucx.sh || status=1
+scripts/sanitizers.sh || status=1
 python3 scripts/summarize_tests.py build/meson-logs/testlog.json || status=1
 exit $status

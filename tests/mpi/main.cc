@@ -1,6 +1,7 @@
 // The mpi suite's program. Modes: main (the collective matrix and error cases), engine (fusion,
 // the response cache, many named tensors, process sets, and the error cases again), abort,
-// reinit, stall, timeline, sets-static (the sets HVDC_PROCESS_SETS creates at init).
+// reinit, stall, timeline, sets-static (the sets HVDC_PROCESS_SETS creates at init), reduced
+// (a small matrix for the sanitizer builds: scripts/sanitizers.sh).
 #include <cstdio>
 #include <cstring>
 
@@ -35,6 +36,16 @@ int main(int argc, char** argv) {
     test_error_matrix(results);
     test_process_sets(results);
     const int rc = finish(results, "engine");
+    return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
+  }
+  if (std::strcmp(mode, "reduced") == 0) {
+    test_allreduce_reduced(results);
+    test_allgather_reduced(results);
+    test_broadcast_reduced(results);
+    test_barrier(results);
+    test_threads(results);
+    test_error_matrix(results);
+    const int rc = finish(results, "reduced");
     return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
   }
   test_allreduce_matrix(results);

@@ -10,6 +10,17 @@ void test_bit_identical(Results& results);
 void test_allgather(Results& results);
 void test_broadcast(Results& results);
 void test_barrier(Results& results);
+// The reduced matrix (mode "reduced", run by scripts/sanitizers.sh): reduced_dtypes() x every op
+// (allreduce) x reduced_sizes(np); allgather and broadcast over the same dtypes and sizes.
+void test_allreduce_reduced(Results& results);
+void test_allgather_reduced(Results& results);
+void test_broadcast_reduced(Results& results);
+inline std::vector<int32_t> reduced_dtypes() {
+  return {HVD_FLOAT32, HVD_BFLOAT16, HVD_INT32, HVD_UINT8};
+}
+inline std::vector<int64_t> reduced_sizes(int np) {
+  return {0, 1, np + 1, (64 << 10) + 1};
+}
 void test_submission_orders(Results& results);
 void test_many_in_flight(Results& results);
 void test_threads(Results& results);

@@ -78,6 +78,27 @@ void test_allreduce_matrix(Results& results) {
   }
 }
 
+void test_allreduce_reduced(Results& results) {
+  static const int32_t kOps[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX,
+                                 HVD_OP_PRODUCT};
+  int index = 0;
+  for (int32_t dtype : reduced_dtypes()) {
+    for (int32_t op : kOps) {
+      bool ok = true;
+      std::string detail;
+      for (int64_t count : reduced_sizes(hvd_size())) {
+        if (!run_case(Case{dtype, op}, static_cast<size_t>(count), (index++ % 2) == 0, &detail)) {
+          ok = false;
+          detail = "count " + std::to_string(count) + ": " + detail;
+          break;
+        }
+      }
+      record(results, std::string("allreduce.") + dtype_label(dtype) + "." + op_label(op), ok,
+             detail);
+    }
+  }
+}
+
 void test_allreduce_scaling(Results& results) {
   static const int32_t kDtypes[] = {HVD_INT32,   HVD_UINT8,   HVD_FLOAT32,
                                     HVD_FLOAT64, HVD_FLOAT16, HVD_BFLOAT16};

@@ -149,6 +149,36 @@ void test_broadcast(Results& results) {
   }
 }
 
+void test_allgather_reduced(Results& results) {
+  for (int32_t dtype : reduced_dtypes()) {
+    bool ok = true;
+    std::string why;
+    for (int64_t base : reduced_sizes(hvd_size())) {
+      if (ok && !check_allgather(dtype, base, 1, base % 2 == 1, &why)) {
+        ok = false;
+        why = "rows " + std::to_string(base) + ": " + why;
+      }
+    }
+    record(results, std::string("allgather.") + dtype_label(dtype), ok, why);
+  }
+}
+
+void test_broadcast_reduced(Results& results) {
+  for (int32_t dtype : reduced_dtypes()) {
+    bool ok = true;
+    std::string why;
+    for (int root = 0; ok && root < hvd_size(); ++root) {
+      for (int64_t count : reduced_sizes(hvd_size())) {
+        if (ok && !check_broadcast(dtype, count, root, count % 2 == 1, &why)) {
+          ok = false;
+          why = "root " + std::to_string(root) + " count " + std::to_string(count) + ": " + why;
+        }
+      }
+    }
+    record(results, std::string("broadcast.") + dtype_label(dtype), ok, why);
+  }
+}
+
 void test_barrier(Results& results) {
   bool ok = true;
   std::string why;

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Sanitizer builds without CUDA: build-asan (AddressSanitizer + UndefinedBehaviorSanitizer, with
+# LeakSanitizer) and build-tsan (ThreadSanitizer). Each runs the unit suite and the mpi suite's
+# reduced matrix (tests/mpi mode "reduced": float32, bfloat16, int32, uint8; every op; sizes
+# {0, 1, np+1, 64 Ki+1}) at np 2 and 3. Builds only the programs it runs, under nice. Prints
+# "sanitizers: N passed, M failed"; a failed run prints its first sanitizer report (the whole
+# output stays in BUILD/sanitizer-logs/). Suppressions, third-party code only: tests/sanitizers/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+supp=$root/tests/sanitizers
+targets=(src/libhvdc_mpi.so tests/unit/unit_tests tests/mpi/hvdc_mpi_tests)
+passed=0 failed=0
+# A report that did not change an exit status still fails the run.
+reports='ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|runtime error:'
+
+# build DIR SANITIZERS [MESON OPTIONS...]: configures (once) and builds the programs; returns
+# nonzero on failure.
+build() {
+  local dir=$1 sanitize=$2 out
+  shift 2
+  # werror off: sanitizer instrumentation can bring warnings that the ordinary (-Werror) build
+  # does not have; they are not what these builds check.
+  local opts=(-Db_sanitize="$sanitize" -Db_lundef=false -Dcuda=disabled -Dnccl=disabled
+    -Dbuildtype=debugoptimized -Dwerror=false "$@")
+  if [ -f "$dir/build.ninja" ]; then
+    out=$(meson configure "$dir" "${opts[@]}" 2>&1)  # an older configuration catches up
+  else
+    out=$(nice meson setup "$dir" "${opts[@]}" 2>&1)
+  fi || { echo "$out" | tail -20; return 1; }
+  out=$(nice ninja -C "$dir" "${targets[@]}" 2>&1) || { echo "$out" | tail -40; return 1; }
+}
+
+# run NAME LOG COMMAND...: one counted run; its output goes to LOG.
+run() {
+  local name=$1 log=$2 rc=0
+  shift 2
+  timeout 900 "$@" >"$log" 2>&1 || rc=$?
+  if [ $rc -eq 0 ] && ! grep -Eq "$reports" "$log"; then
+    passed=$((passed + 1))
+    echo "sanitizers: passed: $name"
+  else
+    failed=$((failed + 1))
+    echo "sanitizers: failed: $name (exit $rc; log $log)"
+    if grep -Eq "$reports" "$log"; then
+      grep -Em1 -A40 "$reports" "$log"
+    else
+      tail -30 "$log"
+    fi
+  fi
+}
+
+# suite DIR LABEL: the unit suite and the reduced mpi matrix at np 2 and 3.
+suite() {
+  local dir=$1 label=$2 logs=$1/sanitizer-logs np
+  mkdir -p "$logs"
+  run "$label unit" "$logs/unit.log" "$dir/tests/unit/unit_tests"
+  for np in 2 3; do
+    run "$label mpi reduced np$np" "$logs/mpi-np$np.log" \
+      bash tests/mpi/run_mpi.sh $np "$dir/tests/mpi/hvdc_mpi_tests" reduced
+  done
+}
+
+start=$SECONDS
+common="halt_on_error=1:print_stacktrace=1"
+
+if build build-asan address,undefined; then
+  # LeakSanitizer works in the ranks under mpirun (mpirun itself is not instrumented);
+  # lsan.supp names Open MPI's own leaks. fast_unwind_on_malloc=0: the frame-pointer unwinder
+  # stops inside the uninstrumented Open MPI, and the suppressions need the frames below it.
+  ASAN_OPTIONS="$common:detect_leaks=1:fast_unwind_on_malloc=0" \
+  LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
+  UBSAN_OPTIONS="$common" \
+    suite build-asan asan+ubsan
+else
+  failed=$((failed + 1))
+  echo "sanitizers: failed: build-asan does not build"
+fi
+
+# --param=tsan-instrument-func-entry-exit=0: the reduction kernels are target_clones (ifuncs), and
+# GCC (12) instruments their resolvers with __tsan_func_entry; the dynamic loader runs resolvers
+# while relocating, before the TSan runtime is initialized, so every program segfaults before
+# main (clang 14 does the same). Without entry/exit hooks, races are still detected, but a report
+# shows the accessing frame only, not the full call stack.
+tsan_param=--param=tsan-instrument-func-entry-exit=0
+if build build-tsan thread -Dc_args=$tsan_param -Dcpp_args=$tsan_param; then
+  # UCX's memory hooks off: UCX patches madvise, which glibc calls from an exiting thread after
+  # TSan has torn down that thread's state, so the hook's pthread_rwlock_rdlock (intercepted)
+  # segfaults inside TSan. Without the hooks UCX does without its registration cache (slower,
+  # same results).
+  UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no \
+  TSAN_OPTIONS="$common:suppressions=$supp/tsan.supp:second_deadlock_stack=1" \
+    suite build-tsan tsan
+else
+  failed=$((failed + 1))
+  echo "sanitizers: failed: build-tsan does not build"
+fi
+
+echo "sanitizers: $passed passed, $failed failed ($((SECONDS - start)) s)"
+[ $failed -eq 0 ]
