@@ -77,13 +77,9 @@ else
   echo "sanitizers: failed: build-asan does not build"
 fi
 
-# --param=tsan-instrument-func-entry-exit=0: the reduction kernels are target_clones (ifuncs), and
-# GCC (12) instruments their resolvers with __tsan_func_entry; the dynamic loader runs resolvers
-# while relocating, before the TSan runtime is initialized, so every program segfaults before
-# main (clang 14 does the same). Without entry/exit hooks, races are still detected, but a report
-# shows the accessing frame only, not the full call stack.
-tsan_param=--param=tsan-instrument-func-entry-exit=0
-if build build-tsan thread -Dc_args=$tsan_param -Dcpp_args=$tsan_param; then
+# The reduction kernels drop their target_clones under TSan (src/ops/cpu/reduce/clones.h): GCC
+# instruments ifunc resolvers, which run before the TSan runtime is initialized.
+if build build-tsan thread; then
   # UCX's memory hooks off: UCX patches madvise, which glibc calls from an exiting thread after
   # TSan has torn down that thread's state, so the hook's pthread_rwlock_rdlock (intercepted)
   # segfaults inside TSan. Without the hooks UCX does without its registration cache (slower,

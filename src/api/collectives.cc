@@ -51,8 +51,8 @@ struct Call {
   Engine* engine = nullptr;
   Request request;
   hvd_op_args_t args;
-  hvdc::core::ProcessSetInfo set;  // the set the op runs on (args->process_set)
-  int set_size() const { return static_cast<int>(set.ranks.size()); }
+  std::shared_ptr<const hvdc::core::ProcessSetInfo> set;  // the one args->process_set names
+  int set_size() const { return static_cast<int>(set->ranks.size()); }
 };
 
 // Checks the handle pointer, finds the engine, reads args and, where the op takes a tensor,
@@ -177,7 +177,7 @@ hvd_status_t hvd_broadcast_async(const hvd_tensor_t* input, void* output, int32_
     if (root_rank < 0 || root_rank >= size) {
       return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
                                       "root_rank %d is outside [0, %d) (process set %d)", root_rank,
-                                      size, call.set.id);
+                                      size, call.set->id);
     }
     call.request.root = root_rank;
     return finish(call, name, input->data, output, handle);

@@ -75,7 +75,7 @@ Status grouped_allreduce(const hvd_tensor_t* inputs, void* const* outputs, size_
   HVDC_RETURN_IF_ERROR(current_engine(&engine));
   hvd_op_args_t op_args;
   HVDC_RETURN_IF_ERROR(hvdc::api::read_op_args(args, &op_args));
-  hvdc::core::ProcessSetInfo set;
+  std::shared_ptr<const hvdc::core::ProcessSetInfo> set;
   HVDC_RETURN_IF_ERROR(hvdc::api::member_process_set(engine->process_sets(), op_args.process_set,
                                                      engine->topology().rank, &set));
   auto group = std::make_shared<Group>();

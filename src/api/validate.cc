@@ -94,13 +94,20 @@ Status check_reduce_op(int32_t reduce_op, int32_t dtype) {
 }
 
 Status member_process_set(const core::ProcessSetTable& table, int32_t id, int my_rank,
-                          core::ProcessSetInfo* out) {
-  HVDC_RETURN_IF_ERROR(table.find(id, out).with_context("args->process_set"));
-  if (out->index >= 0) return Status::ok();
-  return make_error(HVD_ERR_INVALID_ARGUMENT,
-                    "args->process_set: rank %d is not a member of %s; only members may call its "
-                    "collectives",
-                    my_rank, core::describe_process_set(id, out->ranks).c_str());
+                          std::shared_ptr<const core::ProcessSetInfo>* out) {
+  std::shared_ptr<const core::ProcessSetInfo> set = table.lookup(id);
+  if (set == nullptr) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "args->process_set: process set %d does not exist",
+                      id);
+  }
+  if (set->index < 0) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "args->process_set: rank %d is not a member of %s; only members may call "
+                      "its collectives",
+                      my_rank, core::describe_process_set(id, set->ranks).c_str());
+  }
+  *out = std::move(set);
+  return Status::ok();
 }
 
 }  // namespace hvdc::api

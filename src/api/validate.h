@@ -1,6 +1,8 @@
 // Argument checks for the collective entry points. Each failure names the argument and value.
 #pragma once
 
+#include <memory>
+
 #include "common/status.h"
 #include "core/message.h"
 #include "core/process_set_table.h"
@@ -19,6 +21,6 @@ Status check_name(const char* name);
 Status check_reduce_op(int32_t reduce_op, int32_t dtype);
 // The set an op runs on: it must exist and this rank must be a member.
 Status member_process_set(const core::ProcessSetTable& table, int32_t id, int my_rank,
-                          core::ProcessSetInfo* out);
+                          std::shared_ptr<const core::ProcessSetInfo>* out);
 
 }  // namespace hvdc::api

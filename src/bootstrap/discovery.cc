@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/parse.h"
+
 namespace hvdc::bootstrap {
 
 using common::make_error;
@@ -37,23 +39,11 @@ class Env {
   const EnvLookup& lookup_;
 };
 
-// A plain decimal integer in [lo, hi]: no sign other than '-', no spaces, no suffix.
 Status parse_int(const char* name, const char* value, long long lo, long long hi, long long* out) {
-  const char* digits = value[0] == '-' ? value + 1 : value;
-  bool ok = digits[0] != '\0' && std::strspn(digits, "0123456789") == std::strlen(digits);
-  long long v = 0;
-  if (ok) {
-    errno = 0;
-    v = std::strtoll(value, nullptr, 10);
-    ok = errno == 0 && v >= lo && v <= hi;
-  }
-  if (!ok) {
-    return make_error(HVD_ERR_INVALID_ARGUMENT,
-                      "%s='%s' is invalid: expected an integer from %lld to %lld", name, value, lo,
-                      hi);
-  }
-  *out = v;
-  return Status::ok();
+  if (common::parse_decimal(value, lo, hi, out)) return Status::ok();
+  return make_error(HVD_ERR_INVALID_ARGUMENT,
+                    "%s='%s' is invalid: expected an integer from %lld to %lld", name, value, lo,
+                    hi);
 }
 
 Status parse_int(const char* name, const char* value, long long lo, long long hi, int* out) {

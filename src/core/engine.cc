@@ -157,7 +157,7 @@ bool Engine::step() {
   bool busy = false;
   if (transport_) busy |= transport_->progress() > 0;
   busy |= poll_dump_request();
-  check_local_stall();
+  watch_pending();
   busy |= poll_terminate();
   busy |= handle_abort_request();
   busy |= finish_peer_shutdown();
@@ -168,6 +168,18 @@ bool Engine::step() {
   busy |= progress_rounds();
   busy |= execute_responses();
   return busy;
+}
+
+// Once a second, the age of the oldest op in flight decides whether this rank logs a hang
+// report (forensics.cc) and whether it probes its peers with a round (rounds.cc).
+void Engine::watch_pending() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_pending_check_) return;
+  next_pending_check_ = now + std::chrono::seconds(1);
+  std::chrono::steady_clock::time_point oldest;
+  if (!queue_.oldest_submitted(&oldest)) return;
+  check_local_stall(now, now - oldest);
+  probe_liveness(now, now - oldest);
 }
 
 void Engine::idle_wait() {

@@ -108,6 +108,7 @@ class Engine {
   void run();
   bool step();
   void idle_wait();
+  void watch_pending();
 
   // negotiation.cc
   bool report_local_requests();
@@ -122,7 +123,8 @@ class Engine {
   CacheBits announce_cache_bits(SetState& set);
   void complete_round();
   bool round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages);
-  void probe_liveness();
+  void probe_liveness(std::chrono::steady_clock::time_point now,
+                      std::chrono::steady_clock::duration oldest_age);
   std::vector<Response> agree_cached(SetState& set,
                                      const std::vector<std::unique_ptr<RoundMessage>>& messages,
                                      const std::vector<Response>& negotiated);
@@ -140,7 +142,8 @@ class Engine {
   Status interrupt_check();
   // forensics.cc
   bool poll_dump_request();
-  void check_local_stall();
+  void check_local_stall(std::chrono::steady_clock::time_point now,
+                         std::chrono::steady_clock::duration oldest_age);
   std::string describe_pending();
   void write_dump(const std::string& why);
   // engine_timeline.cc
@@ -211,7 +214,7 @@ class Engine {
 
   // Hang reports (forensics.cc).
   std::atomic<bool> dump_requested_{false};
-  std::chrono::steady_clock::time_point next_local_stall_check_;
+  std::chrono::steady_clock::time_point next_pending_check_;  // watch_pending's next turn
   std::chrono::steady_clock::time_point local_stall_quiet_until_;
   std::mutex dump_mutex_;
   std::condition_variable dump_cv_;

@@ -59,17 +59,12 @@ bool Engine::poll_dump_request() {
   return true;
 }
 
-// Once a second at most: an op older than the stall check time gets a report here too, so
-// every rank's view of a hang is in its log, not only the coordinator's "Missing ranks".
-void Engine::check_local_stall() {
-  if (config_.stall_check_seconds <= 0) return;
-  const Clock::time_point now = Clock::now();
-  if (now < next_local_stall_check_) return;
-  next_local_stall_check_ = now + std::chrono::seconds(1);
-  Clock::time_point oldest;
+// An op older than the stall check time gets a report here too (at most once per check period),
+// so every rank's view of a hang is in its log, not only the coordinator's "Missing ranks".
+void Engine::check_local_stall(Clock::time_point now, Clock::duration oldest_age) {
+  if (config_.stall_check_seconds <= 0 || now < local_stall_quiet_until_) return;
   const auto limit = std::chrono::seconds(config_.stall_check_seconds);
-  if (now < local_stall_quiet_until_ || !queue_.oldest_submitted(&oldest)) return;
-  if (now - oldest < limit) return;
+  if (oldest_age < limit) return;
   local_stall_quiet_until_ = now + limit;
   write_dump(common::strfmt("an op has waited more than %d s (HVDC_STALL_CHECK_TIME)",
                             config_.stall_check_seconds));

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/parse.h"
+#include "core/message.h"
 #include "hvdc.h"
 
 namespace hvdc::core {
@@ -11,9 +13,8 @@ namespace hvdc::core {
 using common::make_error;
 
 std::string describe_process_set(int32_t id, const std::vector<int>& ranks) {
-  std::string list;
-  for (size_t i = 0; i < ranks.size(); ++i) list += (i ? ", " : "") + std::to_string(ranks[i]);
-  return common::strfmt("process set %d (ranks [%s])", id, list.c_str());
+  const std::string list = shape_string(std::vector<int64_t>(ranks.begin(), ranks.end()));
+  return common::strfmt("process set %d (ranks %s)", id, list.c_str());
 }
 
 Status normalize_process_set_ranks(std::vector<int>* ranks, int world_size, const char* what) {
@@ -56,9 +57,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 Status parse_rank(const std::string& token, const std::string& spec, int* out) {
   const std::string t = trim(token);
-  char* end = nullptr;
-  const long v = t.empty() ? -1 : std::strtol(t.c_str(), &end, 10);
-  if (t.empty() || *end != '\0' || v < 0 || v > (1 << 30)) {
+  long long v = 0;
+  if (!common::parse_decimal(t, 0, 1 << 30, &v)) {
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "HVDC_PROCESS_SETS='%s': '%s' is not a rank (sets are separated by ';', "
                       "ranks by ',', e.g. \"0,2;1,3\")",
@@ -91,7 +91,7 @@ Status parse_process_sets(const std::string& spec, int world_size,
 ProcessSetTable::ProcessSetTable(int world_size, int my_rank) : my_rank_(my_rank) {
   std::vector<int> all(world_size);
   for (int r = 0; r < world_size; ++r) all[r] = r;
-  sets_[0] = make_info(0, all, 0);
+  sets_[0] = std::make_shared<const ProcessSetInfo>(make_info(0, all, 0));
   for (uint32_t c = 1; c < kMaxProcessSets; ++c) free_contexts_.insert(c);
 }
 
@@ -109,7 +109,7 @@ ProcessSetInfo ProcessSetTable::make_info(int32_t id, const std::vector<int>& ra
 Status ProcessSetTable::add(const std::vector<int>& ranks, ProcessSetInfo* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [id, info] : sets_) {
-    if (info.ranks == ranks) {
+    if (info->ranks == ranks) {
       return make_error(HVD_ERR_INVALID_ARGUMENT, "%s already exists",
                         describe_process_set(id, ranks).c_str());
     }
@@ -122,8 +122,9 @@ Status ProcessSetTable::add(const std::vector<int>& ranks, ProcessSetInfo* out) 
   const uint32_t context = *free_contexts_.begin();
   free_contexts_.erase(free_contexts_.begin());
   const int32_t id = next_id_++;
-  sets_[id] = make_info(id, ranks, context);
-  *out = sets_[id];
+  auto info = std::make_shared<const ProcessSetInfo>(make_info(id, ranks, context));
+  sets_[id] = info;
+  *out = *info;
   return Status::ok();
 }
 
@@ -136,7 +137,7 @@ Status ProcessSetTable::remove(int32_t id) {
   if (it == sets_.end()) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "process set %d does not exist", id);
   }
-  free_contexts_.insert(it->second.context);
+  free_contexts_.insert(it->second->context);
   sets_.erase(it);
   return Status::ok();
 }
@@ -147,8 +148,14 @@ Status ProcessSetTable::find(int32_t id, ProcessSetInfo* out) const {
   if (it == sets_.end()) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "process set %d does not exist", id);
   }
-  *out = it->second;
+  *out = *it->second;
   return Status::ok();
+}
+
+std::shared_ptr<const ProcessSetInfo> ProcessSetTable::lookup(int32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sets_.find(id);
+  return it == sets_.end() ? nullptr : it->second;
 }
 
 std::vector<int32_t> ProcessSetTable::ids() const {

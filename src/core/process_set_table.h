@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -49,6 +50,9 @@ class ProcessSetTable {
   Status remove(int32_t id);
   // Copies the set's description; HVD_ERR_INVALID_ARGUMENT naming the id if there is none.
   Status find(int32_t id, ProcessSetInfo* out) const;
+  // The set's description without copying it (every collective call looks one up); null if
+  // there is none.
+  std::shared_ptr<const ProcessSetInfo> lookup(int32_t id) const;
   std::vector<int32_t> ids() const;
 
  private:
@@ -56,7 +60,7 @@ class ProcessSetTable {
 
   const int my_rank_;
   mutable std::mutex mutex_;
-  std::map<int32_t, ProcessSetInfo> sets_;
+  std::map<int32_t, std::shared_ptr<const ProcessSetInfo>> sets_;
   std::set<uint32_t> free_contexts_;
   int32_t next_id_ = 1;
 };

@@ -40,7 +40,6 @@ bool Engine::progress_rounds() {
     slot[from] = std::move(msg);
   }
   if (!terminated_.is_ok()) return busy;
-  probe_liveness();
   const bool peer_started = inbox_.count(round_ + 1) != 0;
   if (!in_round_ && (round_wanted_ || peer_started)) {
     send_round_message();
@@ -94,13 +93,11 @@ void Engine::send_round_message() {
 // process stopped. Only a round tells them apart: any live rank's engine thread answers one.
 // So while ops wait here, an empty round goes out every HVDC_TIMEOUT / 2, and a rank that does
 // not answer it within HVDC_TIMEOUT times out (round_timed_out).
-void Engine::probe_liveness() {
+void Engine::probe_liveness(std::chrono::steady_clock::time_point now,
+                            std::chrono::steady_clock::duration oldest_age) {
   if (config_.timeout_seconds <= 0 || in_round_ || round_wanted_ || !transport_) return;
-  const auto now = std::chrono::steady_clock::now();
   const auto half = std::chrono::milliseconds(config_.timeout_seconds * 500);
-  if (now - last_round_done_ < half) return;
-  std::chrono::steady_clock::time_point oldest;
-  if (!queue_.oldest_submitted(&oldest) || now - oldest < half) return;
+  if (now - last_round_done_ < half || oldest_age < half) return;
   round_wanted_ = true;
 }
 

@@ -1,7 +1,8 @@
 # Two "hosts" on one machine: network namespaces joined by a veth pair (sourced by the multi-host
 # tests). Names carry the shell's pid so that concurrent or leftover runs do not collide; the
 # teardown runs on every exit, because a leftover namespace would break the next run.
-#   netns_up     creates $NS_A (10.99.0.1, $VETH_A) and $NS_B (10.99.0.2, $VETH_B)
+#   netns_up     creates $NS_A (10.99.0.1, $VETH_A) and $NS_B (10.99.0.2, $VETH_B), and a
+#                scratch folder $work; both go on exit
 #   netns_down   deletes both (idempotent)
 #   netns_require_or_skip   exits 77 (skip) where namespaces cannot be made, or 1 under CI=true
 NS_A="hvdc_a_$$"
@@ -39,7 +40,8 @@ netns_require_or_skip() {
 }
 
 netns_up() {
-  trap netns_down EXIT
+  work=$(mktemp -d)
+  trap 'netns_down; rm -rf "$work"' EXIT
   ip netns add "$NS_A"
   ip netns add "$NS_B"
   ip link add "$VETH_A" type veth peer name "$VETH_B"

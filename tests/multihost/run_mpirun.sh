@@ -9,9 +9,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/netns.sh"
 netns_require_or_skip
 netns_up
-
-work=$(mktemp -d)
-trap 'netns_down; rm -rf "$work"' EXIT
 # mpirun calls the agent as "AGENT HOST COMMAND...". Each host gets its own identity
 # (HVDC_HOSTNAME): the namespaces share the machine's hostname.
 cat > "$work/agent.sh" <<AGENT

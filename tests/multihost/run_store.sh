@@ -9,8 +9,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/netns.sh"
 netns_require_or_skip
 netns_up
-work=$(mktemp -d)
-trap 'netns_down; rm -rf "$work"' EXIT
 
 port=29517
 secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')

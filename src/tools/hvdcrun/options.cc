@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/parse.h"
 #include "tools/hvdcrun/job_env.h"
 
 namespace hvdc::hvdcrun {
@@ -61,10 +62,8 @@ const OptSpec* find_spec(const std::string& name) {
 }
 
 Status parse_count(const std::string& option, const std::string& value, int max, int* out) {
-  const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-  errno = 0;
-  const long long v = digits ? std::strtoll(value.c_str(), nullptr, 10) : 0;
-  if (!digits || errno != 0 || v < 1 || v > max) {
+  long long v = 0;
+  if (value.empty() || value[0] == '-' || !hvdc::common::parse_decimal(value, 1, max, &v)) {
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "%s: '%s' is invalid: expected an integer from 1 to %d", option.c_str(),
                       value.c_str(), max);

@@ -10,13 +10,11 @@
 #include <type_traits>
 
 #include "hvdc.h"
+#include "ops/cpu/reduce/clones.h"
 #include "ops/cpu/reduce/half.h"
 
 #define HVDC_INLINE inline __attribute__((always_inline))
-// arch= levels rather than single features: x86-64-v4 brings AVX512BW/DQ (byte and word lanes
-// in zmm) besides AVX512F, x86-64-v3 is AVX2. No operation here is a multiply feeding an add,
-// so FMA contraction cannot make the clones round differently.
-#define HVDC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// No operation here is a multiply feeding an add (see clones.h).
 
 namespace hvdc::ops::cpu {
 namespace {

@@ -7,14 +7,13 @@
 
 #include "common/dtype.h"
 #include "hvdc.h"
+#include "ops/cpu/reduce/clones.h"
 #include "ops/cpu/reduce/half.h"
 #include "ops/cpu/reduce/reduce.h"
 
 #define HVDC_INLINE inline __attribute__((always_inline))
-// arch= levels: x86-64-v4 adds AVX512DQ (double <-> int64 in vectors), x86-64-v3 AVX2. The
-// functors never feed a product into an add (round_even's fabs sits between them), so FMA
-// contraction cannot make the clones round differently.
-#define HVDC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// x86-64-v4 brings AVX512DQ (double <-> int64 in vectors). The functors never feed a product
+// into an add (round_even's fabs sits between them), see clones.h.
 
 namespace hvdc::ops::cpu {
 namespace {
