@@ -10,8 +10,12 @@
  * - Handle lifecycle: an *_async call returns a handle. hvd_test never blocks, hvd_wait blocks;
  *   neither frees. hvd_handle_free is always required, is legal in any state and waits for a
  *   running op. A freed or stale handle gives HVD_ERR_INVALID_HANDLE. Buffers must stay valid
- *   until the op completes.
- * - A child process created by fork() after hvd_init gets HVD_ERR_FORKED from every call.
+ *   until the op completes. Handles outlive hvd_shutdown (and a later hvd_init) until freed.
+ * - Bad arguments give HVD_ERR_INVALID_ARGUMENT (an unknown config key: HVD_ERR_UNSUPPORTED);
+ *   before hvd_init and after hvd_shutdown, calls that need the engine give
+ *   HVD_ERR_NOT_INITIALIZED (a NULL pointer argument may be reported first).
+ * - A child process created by fork() after hvd_init gets HVD_ERR_FORKED from every call that
+ *   needs the engine or a handle.
  */
 #ifndef HVDC_H_
 #define HVDC_H_
@@ -99,7 +103,10 @@ typedef struct hvd_device_t {
 
 #define HVD_MAX_NDIM 32
 
-/* A dense, row-major tensor. shape has ndim entries (ndim 0 is a scalar of one element). */
+/* A dense, row-major tensor. shape has ndim entries (ndim 0 is a scalar of one element). Ops
+ * reject (HVD_ERR_INVALID_ARGUMENT) an unknown dtype or device type, ndim outside
+ * [0, HVD_MAX_NDIM], a negative dim, more than INT64_MAX bytes (zero dims left out of that
+ * product) and data NULL with elements. */
 typedef struct hvd_tensor_t {
   void* data;
   int32_t dtype;
@@ -135,7 +142,7 @@ typedef struct hvd_config_s hvd_config_t;
 enum {
   HVD_CFG_LOG_LEVEL = 0,        /* int: 0 trace, 1 debug, 2 info, 3 warning, 4 error, 5 off */
   HVD_CFG_HOSTNAME = 1,         /* str: host identity used for local/cross topology */
-  HVD_CFG_BOOTSTRAP = 2,        /* str: "auto", "singleton" or "mpi" */
+  HVD_CFG_BOOTSTRAP = 2,        /* str: "auto", "singleton", "mpi" or "store" */
   HVD_CFG_SPIN_MICROS = 3,      /* int: how long the engine spins before it sleeps */
   HVD_CFG_FUSION_THRESHOLD = 4, /* int: bytes fused into one allreduce; 0 disables fusion */
   HVD_CFG_CACHE_CAPACITY = 5,   /* int: response-cache entries; 0 disables the cache */
@@ -165,7 +172,7 @@ HVDC_API hvd_status_t hvd_set_log_callback(hvd_log_fn fn, void* user_data);
 HVDC_API hvd_status_t hvd_init(void);
 HVDC_API hvd_status_t hvd_init_with_config(const hvd_config_t* config);
 /* Fails every pending op with HVD_ERR_SHUT_DOWN, stops the engine, releases everything.
- * hvd_init may be called again afterwards. */
+ * hvd_init may be called again afterwards. Without an engine it does nothing and succeeds. */
 HVDC_API hvd_status_t hvd_shutdown(void);
 HVDC_API int32_t hvd_is_initialized(void);
 
@@ -204,7 +211,9 @@ HVDC_API hvd_status_t hvd_op_args_init(hvd_op_args_t* args, size_t struct_size);
 
 /* Names identify a tensor across ranks: ranks may submit differently named tensors in any order.
  * name == NULL takes "<op>.noname.<N>" from a per-op counter (ranks must then call in the same
- * order). A name already in flight fails with HVD_ERR_DUPLICATE_NAME. args may be NULL. */
+ * order); else it must be 1 to 4096 bytes of valid UTF-8. A name already in flight fails with
+ * HVD_ERR_DUPLICATE_NAME. args may be NULL; an unknown args->process_set, or one this rank is not
+ * a member of, is HVD_ERR_INVALID_ARGUMENT. */
 
 /* Reduces input over all ranks into output (same dtype and shape; output == input->data is in
  * place). Every rank gets bit-identical results. */
@@ -291,7 +300,8 @@ HVDC_API hvd_status_t hvd_handle_free(hvd_handle_t handle);
  * Fails on every rank if the ranks differ between ranks or a set of the same ranks exists. */
 HVDC_API hvd_status_t hvd_process_set_create(const int32_t* ranks, int32_t count, int32_t* id);
 /* Removes a set (not 0); collective over all ranks like create. Ops of the set still pending
- * fail with HVD_ERR_INVALID_USAGE. */
+ * fail with HVD_ERR_INVALID_USAGE. Here and in the queries below, an id that does not exist
+ * (or no longer does) is HVD_ERR_INVALID_ARGUMENT. */
 HVDC_API hvd_status_t hvd_process_set_destroy(int32_t id);
 /* This rank's rank in the set, or -1 if it is not a member. */
 HVDC_API hvd_status_t hvd_process_set_rank(int32_t id, int32_t* rank);

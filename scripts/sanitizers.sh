@@ -2,7 +2,8 @@
 # Sanitizer builds without CUDA: build-asan (AddressSanitizer + UndefinedBehaviorSanitizer, with
 # LeakSanitizer) and build-tsan (ThreadSanitizer). Each runs the unit suite and the mpi suite's
 # reduced matrix (tests/mpi mode "reduced": float32, bfloat16, int32, uint8; every op; sizes
-# {0, 1, np+1, 64 Ki+1}) at np 2 and 3. Builds only the programs it runs, under nice. Prints
+# {0, 1, np+1, 64 Ki+1}) at np 2 and 3; the ASan build also runs mode "bad-input" at np 2 (bad
+# arguments must not leak). Builds only the programs it runs, under nice. Prints
 # "sanitizers: N passed, M failed"; a failed run prints its first sanitizer report (the whole
 # output stays in BUILD/sanitizer-logs/). Suppressions, third-party code only: tests/sanitizers/.
 set -uo pipefail
@@ -50,14 +51,20 @@ run() {
   fi
 }
 
-# suite DIR LABEL: the unit suite and the reduced mpi matrix at np 2 and 3.
+# suite DIR LABEL [MODE...]: the unit suite, the reduced mpi matrix at np 2 and 3, and each
+# further mpi MODE at np 2.
 suite() {
-  local dir=$1 label=$2 logs=$1/sanitizer-logs np
+  local dir=$1 label=$2 logs=$1/sanitizer-logs np mode
+  shift 2
   mkdir -p "$logs"
   run "$label unit" "$logs/unit.log" "$dir/tests/unit/unit_tests"
   for np in 2 3; do
     run "$label mpi reduced np$np" "$logs/mpi-np$np.log" \
       bash tests/mpi/run_mpi.sh $np "$dir/tests/mpi/hvdc_mpi_tests" reduced
+  done
+  for mode in "$@"; do
+    run "$label mpi $mode np2" "$logs/mpi-$mode-np2.log" \
+      bash tests/mpi/run_mpi.sh 2 "$dir/tests/mpi/hvdc_mpi_tests" "$mode"
   done
 }
 
@@ -71,7 +78,7 @@ if build build-asan address,undefined; then
   ASAN_OPTIONS="$common:detect_leaks=1:fast_unwind_on_malloc=0" \
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="$common" \
-    suite build-asan asan+ubsan
+    suite build-asan asan+ubsan bad-input
 else
   failed=$((failed + 1))
   echo "sanitizers: failed: build-asan does not build"

@@ -9,5 +9,6 @@ status=0
 meson test -C build --print-errorlogs --num-processes 2 || status=$?
 scripts/check_no_ucx.sh || status=1
 scripts/sanitizers.sh || status=1
+scripts/fuzz.sh 60 || status=1
 python3 scripts/summarize_tests.py build/meson-logs/testlog.json || status=1
 exit $status

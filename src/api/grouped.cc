@@ -71,6 +71,10 @@ Status grouped_allreduce(const hvd_tensor_t* inputs, void* const* outputs, size_
   if (inputs == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "inputs is NULL");
   if (outputs == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "outputs is NULL");
   if (count == 0) return Status(HVD_ERR_INVALID_ARGUMENT, "count is 0");
+  // No array of that many descriptors fits in memory; reject before sizing anything by count.
+  if (count > SIZE_MAX / sizeof(hvd_tensor_t)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "count %zu overflows the size of inputs", count);
+  }
   hvdc::core::Engine* engine = nullptr;
   HVDC_RETURN_IF_ERROR(current_engine(&engine));
   hvd_op_args_t op_args;
@@ -92,14 +96,17 @@ Status grouped_allreduce(const hvd_tensor_t* inputs, void* const* outputs, size_
     r.reduce_op = reduce_op;
     r.prescale = op_args.prescale_factor;
     r.postscale = op_args.postscale_factor;
-    if (names == nullptr) {
-      r.name = engine->auto_name(hvdc::core::OpType::kAllreduce, op_args.process_set);
-    }
     entries[i].input = inputs[i].data;
     entries[i].output = outputs[i];
     entries[i].state = std::make_shared<OpState>(nullptr, nullptr);
     entries[i].state->set_completion_hook(
         [group, i](const Status& st) { complete_member(group, i, st); });
+  }
+  // Automatic names only once every member passed its checks: a rejected group must not use up
+  // names on this rank alone, or its later unnamed ops would pair with others' different ones.
+  for (size_t i = 0; names == nullptr && i < count; ++i) {
+    entries[i].request.name =
+        engine->auto_name(hvdc::core::OpType::kAllreduce, op_args.process_set);
   }
   const hvd_handle_t h = hvdc::api::state().handles.insert(group->parent);
   group->parent->set_handle(h);

@@ -62,6 +62,10 @@ hvd_status_t hvd_wait(hvd_handle_t handle) {
 hvd_status_t hvd_wait_all(const hvd_handle_t* handles, size_t count) {
   return guarded([&] {
     if (handles == nullptr && count > 0) return Status(HVD_ERR_INVALID_ARGUMENT, "handles is NULL");
+    if (count > SIZE_MAX / sizeof(hvd_handle_t)) {
+      return hvdc::common::make_error(HVD_ERR_INVALID_ARGUMENT,
+                                      "count %zu overflows the size of handles", count);
+    }
     Status first;
     for (size_t i = 0; i < count; ++i) {
       std::shared_ptr<OpState> op;

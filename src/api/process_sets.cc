@@ -50,6 +50,11 @@ Status create_set(const int32_t* ranks, int32_t count, int32_t* id) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "count is %d; a set needs a rank", count);
   Engine* engine = nullptr;
   HVDC_RETURN_IF_ERROR(current_engine(&engine));
+  // Distinct ranks never outnumber the ranks; checked before count entries are read.
+  if (count > engine->topology().size) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "count %d exceeds the number of ranks (%d)", count,
+                      engine->topology().size);
+  }
   std::vector<int> members(ranks, ranks + count);
   HVDC_RETURN_IF_ERROR(
       hvdc::core::normalize_process_set_ranks(&members, engine->topology().size, "ranks"));

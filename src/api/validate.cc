@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/dtype.h"
+#include "common/utf8.h"
 
 namespace hvdc::api {
 
@@ -29,8 +30,12 @@ Status check_tensor(const hvd_tensor_t* tensor, const char* arg, core::Request* 
                       "%s->device.type %d is neither CPU (1) nor CUDA (2)", arg,
                       tensor->device.type);
   }
-  const uint64_t limit = std::numeric_limits<int64_t>::max() / common::dtype_size(tensor->dtype);
+  const size_t element_size = common::dtype_size(tensor->dtype);
+  const uint64_t limit = std::numeric_limits<int64_t>::max() / element_size;
   uint64_t count = 1;
+  // Zero dims are left out of the bound: the other dims still size rows (allgather, alltoall),
+  // so their product must fit even when the tensor is empty.
+  uint64_t nonzero = 1;
   out->shape.assign(tensor->shape, tensor->shape + tensor->ndim);
   for (int i = 0; i < tensor->ndim; ++i) {
     const int64_t d = tensor->shape[i];
@@ -38,10 +43,13 @@ Status check_tensor(const hvd_tensor_t* tensor, const char* arg, core::Request* 
       return make_error(HVD_ERR_INVALID_ARGUMENT, "%s->shape[%d] is negative (%lld)", arg, i,
                         static_cast<long long>(d));
     }
-    if (d != 0 && count > limit / static_cast<uint64_t>(d)) {
-      return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: the shape's byte size overflows at dim %d",
-                        arg, i);
+    if (d != 0 && nonzero > limit / static_cast<uint64_t>(d)) {
+      return make_error(HVD_ERR_INVALID_ARGUMENT,
+                        "%s->shape[%d] = %lld makes the size overflow: more than INT64_MAX bytes "
+                        "of %zu-byte elements",
+                        arg, i, static_cast<long long>(d), element_size);
     }
+    if (d != 0) nonzero *= static_cast<uint64_t>(d);
     count *= static_cast<uint64_t>(d);
   }
   if (count > 0 && tensor->data == nullptr) {
@@ -65,9 +73,13 @@ Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out) {
   }
   std::memcpy(out, args, std::min<size_t>(args->struct_size, sizeof(*out)));
   out->struct_size = sizeof(*out);
-  if (!std::isfinite(out->prescale_factor) || !std::isfinite(out->postscale_factor)) {
-    return make_error(HVD_ERR_INVALID_ARGUMENT, "args: scale factors must be finite (%g, %g)",
-                      out->prescale_factor, out->postscale_factor);
+  if (!std::isfinite(out->prescale_factor)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "args->prescale_factor %g is not finite",
+                      out->prescale_factor);
+  }
+  if (!std::isfinite(out->postscale_factor)) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT, "args->postscale_factor %g is not finite",
+                      out->postscale_factor);
   }
   return Status::ok();
 }
@@ -78,6 +90,14 @@ Status check_name(const char* name) {
   if (len > core::kMaxNameLength) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "name is %zu bytes long; the limit is %zu", len,
                       core::kMaxNameLength);
+  }
+  // Names travel to other ranks and into logs and the JSON timeline, which need text.
+  const std::string text(name, len);
+  const size_t bad = common::first_invalid_utf8(text);
+  if (bad < len) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "name is not valid UTF-8: byte 0x%02X at offset %zu",
+                      static_cast<unsigned char>(text[bad]), bad);
   }
   return Status::ok();
 }

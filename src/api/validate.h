@@ -16,7 +16,7 @@ using common::Status;
 Status check_tensor(const hvd_tensor_t* tensor, const char* arg, core::Request* out);
 // Copies the fields the caller's struct has; defaults for the rest.
 Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out);
-// The explicit name, or an error for an empty or too long one.
+// The explicit name, or an error for an empty, too long or not UTF-8 one.
 Status check_name(const char* name);
 Status check_reduce_op(int32_t reduce_op, int32_t dtype);
 // The set an op runs on: it must exist and this rank must be a member.

@@ -19,8 +19,20 @@ Status allgather_strings(Bootstrap& bootstrap, const std::string& mine,
   uint64_t my_len = mine.size();
   std::vector<uint64_t> lens(n);
   HVDC_RETURN_IF_ERROR(bootstrap.allgather(&my_len, sizeof(my_len), lens.data()));
+  // Lengths come from other processes: bound them before anything is sized by them (host names
+  // and UCX worker addresses are far smaller).
+  constexpr uint64_t kMaxStringBytes = uint64_t{1} << 20;
   uint64_t max_len = 0;
-  for (uint64_t len : lens) max_len = len > max_len ? len : max_len;
+  for (int r = 0; r < n; ++r) {
+    if (lens[r] > kMaxStringBytes) {
+      return common::make_error(HVD_ERR_BOOTSTRAP,
+                                "rank %d announced a %llu-byte string in an exchange; the limit "
+                                "is %llu bytes",
+                                r, static_cast<unsigned long long>(lens[r]),
+                                static_cast<unsigned long long>(kMaxStringBytes));
+    }
+    max_len = lens[r] > max_len ? lens[r] : max_len;
+  }
   std::string padded = mine;
   padded.resize(max_len);
   std::string gathered(max_len * n, '\0');

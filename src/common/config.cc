@@ -159,8 +159,9 @@ const std::vector<Knob>& knob_registry() {
        "1: every allreduce result depends only on the inputs and the rank count, never on "
        "fusion, timing or segment boundaries (reduces in rank order)."},
       {"HVDC_TIMEOUT", nullptr, -1, true, "60", parse_non_negative,
-       "Seconds without progress (a negotiation round or a collective waiting on a peer) after "
-       "which every pending op fails with HVD_ERR_TIMEOUT on every rank; 0 waits forever."},
+       "Seconds without progress in a collective waiting on a peer (1.5x that for a negotiation "
+       "round) after which every pending op fails with HVD_ERR_TIMEOUT on every rank; 0 waits "
+       "forever. A dead peer is found sooner (about 1 s)."},
       {"HVDC_PROCESS_SETS", nullptr, HVD_CFG_PROCESS_SETS, false, "", parse_any_string,
        "Static process sets created at init with ids 1, 2, ...: ranks separated by ',', sets "
        "by ';' (\"0,2;1,3\"). Must be the same on every rank."},

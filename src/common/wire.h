@@ -1,6 +1,8 @@
-// Little-endian binary encoding for control messages. Reader checks every length against what
+// Little-endian binary encoding for everything hvdc sends over the network: control messages,
+// negotiation lists, cache bit vectors, the rendezvous store's greeting, frames and messages.
+// WireReader is the one decoder for bytes from a peer: it checks every length against what
 // remains before it allocates or copies, so malformed or truncated input is an error, never a
-// crash or an oversized allocation.
+// crash or an oversized allocation. Callers add the semantic limits (name length, ndim, counts).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,9 @@
 #include <vector>
 
 #include "common/status.h"
+
+// Fields are copied in host byte order, which is the wire's order only on little-endian hosts.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format assumes little-endian");
 
 namespace hvdc::common {
 
@@ -20,6 +25,8 @@ class WireWriter {
   void f64(double v) { raw(&v, sizeof(v)); }
   void str(const std::string& s);
   void i64s(const std::vector<int64_t>& v);
+  // A field of fixed size (magic, nonce): no length prefix, the reader knows the size.
+  void bytes(const void* p, size_t n) { raw(p, n); }
   std::string take() { return std::move(out_); }
 
  private:
@@ -29,6 +36,7 @@ class WireWriter {
 
 class WireReader {
  public:
+  // Keeps a reference to `in`, which must outlive the reader.
   WireReader(const std::string& in, const char* what) : in_(in), what_(what) {}
   Status u8(uint8_t* v) { return raw(v, sizeof(*v)); }
   Status i32(int32_t* v) { return raw(v, sizeof(*v)); }
@@ -37,6 +45,8 @@ class WireReader {
   Status f64(double* v) { return raw(v, sizeof(*v)); }
   Status str(std::string* s, size_t max_len);
   Status i64s(std::vector<int64_t>* v, size_t max_count);
+  // A field of fixed size, written by WireWriter::bytes.
+  Status bytes(void* p, size_t n) { return raw(p, n); }
   // A count of items, each at least min_item_bytes long: rejects counts the input cannot hold.
   Status count(uint32_t* n, size_t min_item_bytes);
   // Fails unless every byte was consumed.

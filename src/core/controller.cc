@@ -183,8 +183,8 @@ std::vector<Response> Controller::check_stalls(StallInspector::Clock::time_point
     response.error_code = HVD_ERR_TIMEOUT;
     response.error_message = strfmt(
         "tensor '%s' was submitted by only %d of %d ranks and waited past the stall shutdown "
-        "time (HVDC_STALL_SHUTDOWN_TIME); rank %d's log lists the missing ranks",
-        name.c_str(), it->second.count, size_, ranks_.empty() ? 0 : ranks_[0]);
+        "time (HVDC_STALL_SHUTDOWN_TIME); missing: rank(s) %s",
+        name.c_str(), it->second.count, size_, missing_ranks(it->second).c_str());
     table_.erase(it);
     stalls_.completed(name);
     if (timeline_ != nullptr && timeline_->active()) timeline_->negotiate_end(name);
@@ -197,16 +197,21 @@ std::string Controller::describe_waiting() const {
   std::string out;
   for (const auto& [name, entry] : table_) {
     if (entry.queued) continue;
-    std::string missing;
-    for (int r = 0; r < size_; ++r) {
-      if (entry.present[r] || joined_[r]) continue;
-      missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_.empty() ? r : ranks_[r]);
-    }
     const Request& first = entry.requests[first_present(entry)];
     out += strfmt("  '%s' (%s): waiting for ranks %s (%d of %d submitted)\n", name.c_str(),
-                  op_type_name(first.op_type), missing.c_str(), entry.count, size_);
+                  op_type_name(first.op_type), missing_ranks(entry).c_str(), entry.count, size_);
   }
   return out;
+}
+
+// "1, 3": the global ranks that have neither submitted the entry nor joined.
+std::string Controller::missing_ranks(const Entry& entry) const {
+  std::string missing;
+  for (int r = 0; r < size_; ++r) {
+    if (entry.present[r] || joined_[r]) continue;
+    missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_.empty() ? r : ranks_[r]);
+  }
+  return missing;
 }
 
 int Controller::first_present(const Entry& entry) {

@@ -52,6 +52,7 @@ class Controller {
 
   Response construct(const std::string& name, const Entry& entry) const;
   static int first_present(const Entry& entry);
+  std::string missing_ranks(const Entry& entry) const;
 
   int size_;
   int32_t process_set_ = 0;

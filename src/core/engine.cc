@@ -159,6 +159,7 @@ bool Engine::step() {
   busy |= poll_dump_request();
   watch_pending();
   busy |= poll_terminate();
+  busy |= check_peer_connections();
   busy |= handle_abort_request();
   busy |= finish_peer_shutdown();
   if (!terminated_.is_ok()) return busy;

@@ -136,6 +136,7 @@ class Engine {
   // termination.cc
   bool poll_terminate();
   bool handle_abort_request();
+  bool check_peer_connections();
   bool finish_peer_shutdown();
   void note_peer_completed_ops(const std::vector<int64_t>& pairs);
   void terminate(const Status& status, bool notify_peers);

@@ -59,10 +59,14 @@ void Engine::execute_one(Response response) {
   executing_ = nullptr;
   executing_response_ = nullptr;
   count_executed(response);
-  for (TensorEntry& entry : entries) entry.state->complete(st);
-  // A negotiated error (mismatch, stall timeout) concerns its tensor only; a failed data
-  // transfer leaves the ranks out of step.
-  if (response.kind != ResponseKind::kError && is_fatal(st.code())) terminate(st, true);
+  // A negotiated error (mismatch, stall timeout) concerns its tensor only and names it; a failed
+  // data transfer leaves the ranks out of step.
+  const bool fatal = response.kind != ResponseKind::kError && is_fatal(st.code());
+  if (fatal) terminate(st, true);
+  // After a failed transfer, transfers may still be in flight from these buffers: stop them
+  // (after the notices above) before the callers may release the buffers.
+  if (transport_) transport_->quiesce();
+  for (TensorEntry& entry : entries) entry.state->complete(fatal ? op_failure(entry, st) : st);
 }
 
 void Engine::count_executed(const Response& response) {
@@ -207,6 +211,12 @@ Status Engine::run_allgather(const Response& response, TensorEntry& entry) {
   const Request& r = entry.request;
   const size_t esize = common::dtype_size(r.dtype);
   const size_t row_bytes = element_count(r.shape, 1) * esize;
+  // A coordinator's response: one first dimension per member, or the blocks below overrun.
+  const size_t members = member_set(response.process_set)->info.ranks.size();
+  if (response.sizes.size() != members) {
+    return make_error(HVD_ERR_INTERNAL, "allgather '%s': %zu first dimensions for %zu members",
+                      r.name.c_str(), response.sizes.size(), members);
+  }
   std::vector<size_t> block_bytes;
   int64_t rows = 0;
   for (int64_t n : response.sizes) {

@@ -133,7 +133,47 @@ Status read_cache_bits(WireReader& in, std::vector<CacheBits>* sets) {
   return Status::ok();
 }
 
+Status semantic_error(const char* what, const std::string& name) {
+  return common::make_error(HVD_ERR_INTERNAL, "invalid message from a peer: %s (tensor '%s')", what,
+                            name.c_str());
+}
+
+bool all_non_negative(const std::vector<int64_t>& values) {
+  for (int64_t v : values) {
+    if (v < 0) return false;
+  }
+  return true;
+}
+
+bool needs_first_dim(OpType type) {
+  return type == OpType::kAllgather || type == OpType::kAlltoall || type == OpType::kReducescatter;
+}
+
 }  // namespace
+
+Status check_request(const Request& request) {
+  if (!all_non_negative(request.shape)) return semantic_error("negative dimension", request.name);
+  if (needs_first_dim(request.op_type) && request.shape.empty()) {
+    return semantic_error("no first dimension", request.name);
+  }
+  return Status::ok();
+}
+
+Status check_response(const Response& response) {
+  if (response.names.empty()) return semantic_error("response without names", "");
+  const std::string& name = response.names[0];
+  if (response.kind == ResponseKind::kError) {
+    return response.error_code < 0 ? Status::ok()
+                                   : semantic_error("error response without an error", name);
+  }
+  if (response.op_type == OpType::kAllreduce && response.counts.size() != response.names.size()) {
+    return semantic_error("allreduce counts do not match its names", name);
+  }
+  if (!all_non_negative(response.counts) || !all_non_negative(response.sizes)) {
+    return semantic_error("negative count or size", name);
+  }
+  return Status::ok();
+}
 
 size_t element_count(const std::vector<int64_t>& shape, size_t from) {
   size_t n = 1;

@@ -116,4 +116,13 @@ Status decode(const std::string& bytes, ResponseList* out);
 Status decode(const std::string& bytes, RoundMessage* out);
 Status decode(const std::string& bytes, Terminate* out);
 
+// Decoding accepts any well-formed message; these check what the engine relies on when it acts
+// on one from a peer, which a corrupt or hostile peer could otherwise break: a request's shape
+// (dims >= 0; allgather, alltoall and reducescatter need a first dimension), a response's names
+// (at least one), its error code (negative), and its counts and sizes (one count >= 0 per name
+// for an allreduce, sizes >= 0). Checks against a process set (its size, membership) stay with
+// the caller, which knows the set.
+Status check_request(const Request& request);
+Status check_response(const Response& response);
+
 }  // namespace hvdc::core

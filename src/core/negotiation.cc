@@ -81,6 +81,9 @@ bool Engine::coordinate() {
     RequestList list;
     const int from = transport::tag_source(tag);
     Status st = decode(bytes, &list);
+    for (size_t i = 0; st.is_ok() && i < list.requests.size(); ++i) {
+      st = check_request(list.requests[i]);
+    }
     if (!st.is_ok()) {
       // Which tensors it named is unknown, so they could never complete: fail everything
       // rather than let the ranks wait.

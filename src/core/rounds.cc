@@ -26,6 +26,9 @@ bool Engine::progress_rounds() {
     auto msg = std::make_unique<RoundMessage>();
     const int from = transport::tag_source(tag);
     Status st = decode(bytes, msg.get());
+    for (size_t i = 0; st.is_ok() && i < msg->responses.responses.size(); ++i) {
+      st = check_response(msg->responses.responses[i]);
+    }
     if (!st.is_ok() || msg->round <= round_) {
       // A lost or garbled round would leave the ranks disagreeing on what to run.
       terminate((st.is_ok() ? common::make_error(HVD_ERR_INTERNAL, "stale round %llu",
@@ -44,9 +47,11 @@ bool Engine::progress_rounds() {
   if (!in_round_ && (round_wanted_ || peer_started)) {
     send_round_message();
     busy = true;
+    if (!terminated_.is_ok()) return busy;
   }
   if (in_round_) {
     const auto& messages = inbox_[round_ + 1];
+    if (messages.size() != static_cast<size_t>(topology_.size)) return busy;  // cannot happen
     for (const auto& m : messages) {
       if (!m) return round_timed_out(messages) || busy;
     }
@@ -71,21 +76,21 @@ void Engine::send_round_message() {
   round_wanted_ = false;
   in_round_ = true;
   round_started_ = std::chrono::steady_clock::now();
-  if (transport_) {
-    const std::string encoded = encode(*mine);
-    for (int p = 0; p < topology_.size; ++p) {
-      if (p == topology_.rank) continue;
-      Status st = transport_->send_message(
-          p, make_tag(TagKind::kRound, topology_.rank, mine->round), encoded);
-      if (!st.is_ok()) {
-        terminate(st.with_context("sending a round message"), true);
-        return;
-      }
-    }
-  }
-  auto& slot = inbox_[mine->round];
+  const uint64_t round = mine->round;
+  const std::string encoded = transport_ ? encode(*mine) : std::string();
+  // In the inbox before anything can fail: a round is complete only with a message per rank.
+  auto& slot = inbox_[round];
   slot.resize(topology_.size);
   slot[topology_.rank] = std::move(mine);
+  for (int p = 0; transport_ && p < topology_.size; ++p) {
+    if (p == topology_.rank) continue;
+    Status st =
+        transport_->send_message(p, make_tag(TagKind::kRound, topology_.rank, round), encoded);
+    if (!st.is_ok()) {
+      terminate(st.with_context("sending a round message"), true);
+      return;
+    }
+  }
 }
 
 // A tensor that waits at the coordinator for a rank that does not submit it may wait for a
@@ -101,21 +106,24 @@ void Engine::probe_liveness(std::chrono::steady_clock::time_point now,
   round_wanted_ = true;
 }
 
-// A rank whose round message does not come within HVDC_TIMEOUT has stopped, hangs or cannot be
-// reached (a dead peer's connection error usually ends the engine's work sooner).
+// A rank whose round message does not come within 1.5 x HVDC_TIMEOUT has stopped, hangs or
+// cannot be reached (a dead peer's connection error ends the engine's work sooner). The extra
+// half: a rank running a collective with a stopped peer answers no round, but its own transfer
+// times out after HVDC_TIMEOUT and its notice names the stopped peer, not itself.
 bool Engine::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages) {
   if (config_.timeout_seconds <= 0) return false;
   const auto waited = std::chrono::steady_clock::now() - round_started_;
-  if (waited < std::chrono::seconds(config_.timeout_seconds)) return false;
+  if (waited < std::chrono::milliseconds(config_.timeout_seconds * 1500)) return false;
   std::string missing;
   for (size_t r = 0; r < messages.size(); ++r) {
     if (!messages[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
   }
   terminate(common::make_error(HVD_ERR_TIMEOUT,
                                "rank %d: negotiation round %llu got no message from rank(s) %s "
-                               "for %d s (HVDC_TIMEOUT); they stopped, hang or are unreachable",
+                               "for %g s (1.5 x HVDC_TIMEOUT); they stopped, hang or are "
+                               "unreachable",
                                topology_.rank, static_cast<unsigned long long>(round_ + 1),
-                               missing.c_str(), config_.timeout_seconds),
+                               missing.c_str(), config_.timeout_seconds * 1.5),
             true);
   return true;
 }

@@ -39,8 +39,24 @@ void Engine::terminate(const Status& status, bool notify_peers) {
       (void)transport_->send_message(p, make_tag(TagKind::kTerminate, topology_.rank, 0), encoded);
     }
   }
-  for (TensorEntry& entry : queue_.close(status)) entry.state->complete(status);
+  for (TensorEntry& entry : queue_.close(status)) entry.state->complete(op_failure(entry, status));
   responses_.clear();
+}
+
+// A peer's connection failed (UCX's error callback, from a transfer or a keepalive probe): its
+// process died or its host became unreachable. Every op waits for it in the end, since every
+// rank takes part in every negotiation round, so the engine's work ends here and now rather than
+// when some op next sends to it.
+bool Engine::check_peer_connections() {
+  if (!transport_ || !terminated_.is_ok()) return false;
+  Status failed = transport_->check_peers();
+  if (failed.is_ok()) return false;
+  terminate(common::make_error(failed.code(),
+                               "rank %d: %s; that process died or its host is "
+                               "unreachable",
+                               topology_.rank, failed.message().c_str()),
+            true);
+  return true;
 }
 
 bool Engine::poll_terminate() {
@@ -53,6 +69,10 @@ bool Engine::poll_terminate() {
     busy = true;
     Terminate notice;
     Status st = decode(bytes, &notice);
+    if (st.is_ok() && notice.code >= 0) {
+      st = common::make_error(HVD_ERR_INTERNAL, "a notice whose code %d is not an error",
+                              static_cast<int>(notice.code));
+    }
     const int from = transport::tag_source(tag);
     if (!st.is_ok()) {
       terminate(st.with_context(common::strfmt("notice from rank %d", from)), false);
@@ -112,6 +132,7 @@ bool Engine::finish_peer_shutdown() {
 Status Engine::interrupt_check() {
   poll_dump_request();  // a hang report is most wanted while a collective waits
   poll_terminate();
+  check_peer_connections();
   handle_abort_request();
   // op_seq counts the running collective: it can finish if the peer finished it.
   if (peer_shut_down_ && executing_ != nullptr) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "hvdc.h"
 
 namespace hvdc::core {
@@ -22,38 +23,6 @@ int64_t micros_since(SteadyClock::time_point start, SteadyClock::time_point now)
   return std::max<int64_t>(0, us);
 }
 
-bool is_continuation(unsigned char c) {
-  return (c & 0xC0) == 0x80;
-}
-
-// Length of the well-formed UTF-8 sequence at text[i], or 0. Python's json.load rejects a file
-// with malformed UTF-8 (including encoded surrogates), and tensor names come from users, so a
-// malformed byte must not reach the file.
-size_t utf8_length(const std::string& text, size_t i) {
-  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = at(i);
-  size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    len = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    len = 3;
-    if (lead == 0xE0) lo = 0xA0;  // overlong
-    if (lead == 0xED) hi = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    len = 4;
-    if (lead == 0xF0) lo = 0x90;  // overlong
-    if (lead == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + len > text.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if (!is_continuation(at(i + k))) return 0;
-  }
-  return len;
-}
-
 }  // namespace
 
 std::string json_escape(const std::string& text) {
@@ -62,7 +31,8 @@ std::string json_escape(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
-      const size_t len = utf8_length(text, i);
+      // A malformed byte must not reach the file (json.load rejects it).
+      const size_t len = common::utf8_sequence_length(text, i);
       if (len == 0) {
         out += "\\ufffd";  // the replacement character, one per malformed byte
         ++i;

@@ -34,8 +34,9 @@ class Transport {
   virtual Status isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) = 0;
   // Receives exactly `bytes` from `peer` with `tag` (the tag encodes the source).
   virtual Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) = 0;
-  // Progresses until every request completes, one fails, or interrupt() fails. On failure the
-  // remaining requests are cancelled.
+  // Progresses until every request completes, one fails, or interrupt() fails. A failure ends
+  // all communication: the transport takes over every request in flight (the caller's pointers
+  // are cleared) and refuses new ones; quiesce() then stops them.
   virtual Status wait(Request* reqs, size_t count, const Interrupt& interrupt) = 0;
 
   // Control messages: sent without waiting (the bytes are kept until delivered).
@@ -43,6 +44,13 @@ class Transport {
   // Takes one complete message whose tag matches (tag & mask) == (want & mask), if one arrived.
   virtual bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) = 0;
 
+  // HVD_ERR_PEER_FAILURE naming the first peer whose connection failed (it died or became
+  // unreachable), whether or not anything was being sent to it; ok while every peer is fine.
+  virtual Status check_peers() const = 0;
+  // After a failed wait, once the peers were told why (send_message): stops every request in
+  // flight for good, closing every connection, so that the buffers they use may be released.
+  // Bounded; does nothing if no wait failed.
+  virtual void quiesce() = 0;
   // Makes progress; returns how many events were processed.
   virtual int progress() = 0;
   // Sleeps until network activity, `extra_fd` readable, or timeout_ms (whichever first).

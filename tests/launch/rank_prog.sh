@@ -7,6 +7,7 @@
 #   sleep [stubborn]     record pids and sleep; stubborn ranks ignore SIGINT and SIGTERM
 #   fail R CODE [stubborn]  rank R exits with CODE once every other rank sleeps (as `sleep`)
 #   selfkill R           rank R kills itself with SIGKILL once the others sleep
+#   failfirst R CODE     rank R exits with CODE at once; the others print a line 1 s later
 set -u
 mode=$1
 dir=$2
@@ -55,6 +56,11 @@ case "$mode" in
       exit "$4"
     fi
     sleeper "${5:-}"
+    ;;
+  failfirst)
+    [ "$HVDC_RANK" = "$3" ] && exit "$4"
+    sleep 1
+    echo "rank $HVDC_RANK finished"
     ;;
   selfkill)
     if [ "$HVDC_RANK" = "$3" ]; then

@@ -182,6 +182,18 @@ def test_exit_code_propagates():
     check(elapsed < 10, f"took {elapsed:.1f} s")
 
 
+def test_keep_going():
+    # A failed rank leaves the others running; the exit status is still the failed rank's.
+    with tempfile.TemporaryDirectory() as d:
+        proc, elapsed = run(["-np", "3", "--keep-going", "sh", RANK_PROG, "failfirst", d, "1",
+                             "4"])
+    check(proc.returncode == 4, describe(proc))
+    for r in (0, 2):
+        check(f"rank {r} finished" in proc.stdout, describe(proc))
+    check("--keep-going" in proc.stderr and "stopping" not in proc.stderr, describe(proc))
+    check(elapsed < 10, f"took {elapsed:.1f} s")
+
+
 def test_stubborn_ranks_are_killed():
     with tempfile.TemporaryDirectory() as d:
         proc, elapsed = run(["-np", "3", "sh", RANK_PROG, "fail", d, "0", "5", "stubborn"])
@@ -390,6 +402,11 @@ def test_mpirun_hostfile_and_flags():
     check("--oversubscribe" in argv and "--allow-run-as-root" in argv, argv)
     check(adjacent(argv, "--bind-to", "none") and "-H" not in argv, argv)
     check(argv[-3:] == ["--mca", "btl_tcp_if_include=lo", "prog"], argv)
+    check("orte_abort_on_non_zero_status" not in argv, argv)
+    proc, _ = run(["-np", "2", "-H", "a:2", "--keep-going", "prog"], fake.env())
+    check(proc.returncode == 0, describe(proc))
+    check(adjacent(fake.argv("mpirun"), "orte_abort_on_non_zero_status", "0"),
+          fake.argv("mpirun"))
 
 
 def test_srun():
@@ -419,6 +436,9 @@ def test_srun():
     seen_env = fake.environ("srun")
     check(seen_env.get("HVDC_MASTER_ADDR") == "10.1.2.3", seen_env.get("HVDC_MASTER_ADDR"))
     check(seen_env.get("HVDC_MASTER_PORT") == "31337", seen_env.get("HVDC_MASTER_PORT"))
+    proc, _ = run(["-np", "2", "--srun", "--keep-going", "prog"], env)
+    check(proc.returncode == 0 and "--kill-on-bad-exit=0" in fake.argv("srun"),
+          fake.argv("srun"))
 
 
 def test_srun_outside_slurm():
@@ -485,8 +505,8 @@ def test_usage_errors():
 GROUPS = {
     "local": [test_env_per_rank, test_partial_lines, test_program_arguments_are_not_options,
               test_program_not_found, test_iface_not_inherited],
-    "failure": [test_exit_code_propagates, test_stubborn_ranks_are_killed, test_signal_death,
-                test_timeout],
+    "failure": [test_exit_code_propagates, test_keep_going, test_stubborn_ranks_are_killed,
+                test_signal_death, test_timeout],
     "signals": [test_sigint, test_sigint_stubborn, test_sigterm, test_second_sigint_kills_at_once,
                 test_sigkill_of_hvdcrun_kills_ranks, test_sigint_with_unread_stdout],
     "delegation": [test_mpirun_hosts, test_mpirun_hostfile_and_flags, test_srun,

@@ -1,7 +1,8 @@
 // The mpi suite's program. Modes: main (the collective matrix and error cases), engine (fusion,
 // the response cache, many named tensors, process sets, and the error cases again), abort,
 // reinit, stall, timeline, sets-static (the sets HVDC_PROCESS_SETS creates at init), reduced
-// (a small matrix for the sanitizer builds: scripts/sanitizers.sh).
+// (a small matrix for the sanitizer builds: scripts/sanitizers.sh), bad-input (bad arguments on
+// some ranks, good ones on the others).
 #include <cstdio>
 #include <cstring>
 
@@ -12,9 +13,6 @@ int main(int argc, char** argv) {
   using namespace hvdc_test;
   const char* mode = argc > 1 ? argv[1] : "main";
   if (std::strcmp(mode, "abort") == 0) return run_abort_suite();
-  if (std::strcmp(mode, "fault-stop") == 0) {
-    return run_fault_stop_suite(argc > 2 ? argv[2] : "negotiation");
-  }
   if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
   if (std::strcmp(mode, "stall") == 0) return run_stall_suite();
   if (std::strcmp(mode, "timeline") == 0) return run_timeline_suite();
@@ -36,6 +34,11 @@ int main(int argc, char** argv) {
     test_error_matrix(results);
     test_process_sets(results);
     const int rc = finish(results, "engine");
+    return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
+  }
+  if (std::strcmp(mode, "bad-input") == 0) {
+    test_bad_input(results);
+    const int rc = finish(results, "bad-input");
     return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
   }
   if (std::strcmp(mode, "reduced") == 0) {

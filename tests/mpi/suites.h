@@ -26,6 +26,8 @@ void test_many_in_flight(Results& results);
 void test_threads(Results& results);
 void test_callbacks_and_auto_names(Results& results);
 void test_error_matrix(Results& results);
+// Mode "bad-input": bad arguments on some ranks while the others pass good ones.
+void test_bad_input(Results& results);
 void test_fork(Results& results);
 void test_random_named_tensors(Results& results);
 void test_fusion_stats(Results& results);
@@ -36,7 +38,6 @@ void test_join(Results& results);
 void test_process_sets(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
-int run_fault_stop_suite(const char* phase);  // "negotiation" or "transfer"; HVDC_TIMEOUT=2
 int run_reinit_suite();
 int run_stall_suite();
 int run_timeline_suite();  // run by check_timeline.py  // needs HVDC_STALL_CHECK_TIME=1

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bootstrap/tcp/socket.h"
+#include "common/wire.h"
 
 namespace hvdc::bootstrap {
 
@@ -23,12 +24,13 @@ constexpr uint8_t kToClient = 'S';
 // calls, small enough that announcing a large frame and sending little costs little.
 constexpr size_t kReadChunk = 64 * 1024;
 
-void put_le32(uint32_t v, char* p) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-
-uint32_t get_le32(const uint8_t* p) {
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+// A frame's length prefix, through the same decoder as every other field from the network.
+uint32_t frame_length(const uint8_t* header, size_t n) {
+  const std::string bytes(reinterpret_cast<const char*>(header), n);
+  common::WireReader in(bytes, "frame header");
+  uint32_t length = 0;
+  (void)in.u32(&length);  // n is always 4: the caller reads the whole header first
+  return length;
 }
 
 // What a recv() return value means for a frame being read: bytes arrived (kData), try again
@@ -54,27 +56,33 @@ RecvOutcome classify_recv(ssize_t got, FrameReader::Result* result, Status* stat
 }  // namespace
 
 std::string encode_server_hello(const ServerHello& hello) {
-  std::string out(kServerHelloBytes, '\0');
-  std::memcpy(&out[0], kMagic, sizeof(kMagic));
-  put_le32(kVersion, &out[8]);
-  out[12] = hello.authenticated ? 1 : 0;
-  std::memcpy(&out[13], hello.nonce, kStoreNonceBytes);
-  return out;
+  common::WireWriter out;
+  out.bytes(kMagic, sizeof(kMagic));
+  out.u32(kVersion);
+  out.u8(hello.authenticated ? 1 : 0);
+  out.bytes(hello.nonce, kStoreNonceBytes);
+  return out.take();
 }
 
 Status decode_server_hello(const std::string& bytes, ServerHello* out) {
-  if (bytes.size() != kServerHelloBytes || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+  common::WireReader in(bytes, "store greeting");
+  char magic[sizeof(kMagic)] = {};
+  if (bytes.size() != kServerHelloBytes || !in.bytes(magic, sizeof(magic)).is_ok() ||
+      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
     return make_error(HVD_ERR_BOOTSTRAP, "the peer is not an hvdc rendezvous store");
   }
-  const uint32_t version = get_le32(reinterpret_cast<const uint8_t*>(&bytes[8]));
+  uint32_t version = 0;
+  uint8_t flags = 0;
+  HVDC_RETURN_IF_ERROR(in.u32(&version));
   if (version != kVersion) {
     return make_error(HVD_ERR_BOOTSTRAP, "the store speaks protocol version %u, this rank %u",
                       version, kVersion);
   }
-  const uint8_t flags = static_cast<uint8_t>(bytes[12]);
+  HVDC_RETURN_IF_ERROR(in.u8(&flags));
   if (flags > 1) return make_error(HVD_ERR_BOOTSTRAP, "the store's greeting has unknown flags");
+  HVDC_RETURN_IF_ERROR(in.bytes(out->nonce, kStoreNonceBytes));
+  HVDC_RETURN_IF_ERROR(in.finish());
   out->authenticated = flags == 1;
-  std::memcpy(out->nonce, &bytes[13], kStoreNonceBytes);
   return Status::ok();
 }
 
@@ -105,17 +113,16 @@ common::Sha256Digest FrameChannel::compute(uint8_t direction, uint64_t sequence,
 }
 
 std::string FrameChannel::seal(const std::string& payload) {
-  std::string frame(4, '\0');
-  put_le32(static_cast<uint32_t>(payload.size() + mac_bytes()), &frame[0]);
-  frame.reserve(4 + payload.size() + mac_bytes());
-  frame += payload;
+  common::WireWriter frame;
+  frame.u32(static_cast<uint32_t>(payload.size() + mac_bytes()));
+  frame.bytes(payload.data(), payload.size());
   if (authenticated()) {
     const common::Sha256Digest tag =
         compute(send_direction_, send_seq_, payload.data(), payload.size());
-    frame.append(reinterpret_cast<const char*>(tag.data()), tag.size());
+    frame.bytes(tag.data(), tag.size());
   }
   ++send_seq_;
-  return frame;
+  return frame.take();
 }
 
 bool FrameChannel::open(std::string* body) {
@@ -144,7 +151,7 @@ Status FrameReader::read(int fd, Result* result) {
     if (outcome == RecvOutcome::kStop) return status;
     header_have_ += static_cast<size_t>(got);
     if (header_have_ < sizeof(header_)) continue;
-    declared_ = get_le32(header_);
+    declared_ = frame_length(header_, sizeof(header_));
     if (declared_ > limit_) {
       return make_error(HVD_ERR_BOOTSTRAP, "frame of %u bytes exceeds the limit of %u bytes",
                         declared_, limit_);

@@ -10,8 +10,10 @@
 // unauthenticated.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -163,6 +165,9 @@ class StoreBootstrap final : public Bootstrap {
   std::unique_ptr<StoreClient> client_;
   uint64_t sequence_ = 0;
   bool finalized_ = false;
+  // Set by barrier_within: the barrier and finalize together wait no longer than this.
+  std::optional<std::chrono::steady_clock::time_point> fault_deadline_;
+  void clamp_timeout_to_deadline();
 };
 
 // create() as a Bootstrap.

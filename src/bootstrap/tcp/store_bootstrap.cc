@@ -205,17 +205,30 @@ Status StoreBootstrap::barrier() {
   return gather("barrier", others, keys_for("barrier", others, true), 0, true, &values);
 }
 
-// After a fault: waits no longer than `seconds`, here and in finalize(), for ranks that may be
-// gone for good.
+// After a fault: waits no longer than `seconds`, here and in finalize() together, for ranks
+// that may be gone for good.
 Status StoreBootstrap::barrier_within(double seconds) {
-  if (seconds > 0 && seconds < options_.timeout_seconds) options_.timeout_seconds = seconds;
+  if (seconds > 0) {
+    fault_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(seconds));
+  }
+  clamp_timeout_to_deadline();
   return barrier();
+}
+
+void StoreBootstrap::clamp_timeout_to_deadline() {
+  if (!fault_deadline_) return;
+  // A little time even past the deadline, so that ranks still there can be told we are done.
+  const double left =
+      std::max(0.2, std::chrono::duration<double>(*fault_deadline_ - Clock::now()).count());
+  options_.timeout_seconds = std::min(options_.timeout_seconds, left);
 }
 
 Status StoreBootstrap::finalize() {
   if (finalized_) return Status::ok();
   finalized_ = true;
   if (options_.size == 1) return Status::ok();
+  clamp_timeout_to_deadline();
   if (options_.rank != 0) {
     Status st =
         client_->set(keys_for("finalize", {options_.rank}, false).front(), std::string(), 1);

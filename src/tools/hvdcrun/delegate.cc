@@ -98,6 +98,11 @@ std::vector<std::string> mpirun_command(const Options& options, const EnvMap& en
   cmd.insert(cmd.end(), {"--bind-to", "none", "--tag-output"});
   if (options.oversubscribe) cmd.push_back("--oversubscribe");
   if (options.allow_run_as_root) cmd.push_back("--allow-run-as-root");
+  if (options.keep_going) {
+    // Neither a failed rank nor one that exits without MPI_Finalize ends the others.
+    cmd.insert(cmd.end(), {"--mca", "orte_enable_recovery", "1", "--mca",
+                           "orte_abort_on_non_zero_status", "0"});
+  }
   // -x items by variable name; a -x given here replaces the automatic one for its name.
   std::map<std::string, std::string> exports = {{"HVDC_SECRET", "HVDC_SECRET"}};
   for (const auto& [name, value] : env) {
@@ -112,15 +117,17 @@ std::vector<std::string> mpirun_command(const Options& options, const EnvMap& en
 
 std::vector<std::string> srun_command(const Options& options) {
   // --export=ALL: an sbatch --export=NONE would otherwise keep HVDC_SECRET from the tasks.
-  // --kill-on-bad-exit=1: one failed task stops the step instead of leaving the others hanging.
+  // --kill-on-bad-exit=1: one failed task stops the step instead of leaving the others hanging
+  // (0 with --keep-going: hvdc itself tells the others, which then exit on their own).
   // --cpu-bind=none: as --bind-to none for mpirun. --label: a rank prefix on every line.
-  std::vector<std::string> cmd = {"srun",
-                                  "-n",
-                                  std::to_string(options.np),
-                                  "--export=ALL",
-                                  "--kill-on-bad-exit=1",
-                                  "--cpu-bind=none",
-                                  "--label"};
+  std::vector<std::string> cmd = {
+      "srun",
+      "-n",
+      std::to_string(options.np),
+      "--export=ALL",
+      options.keep_going ? "--kill-on-bad-exit=0" : "--kill-on-bad-exit=1",
+      "--cpu-bind=none",
+      "--label"};
   cmd.insert(cmd.end(), options.launcher_args.begin(), options.launcher_args.end());
   cmd.insert(cmd.end(), options.command.begin(), options.command.end());
   return cmd;

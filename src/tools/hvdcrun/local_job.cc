@@ -390,11 +390,16 @@ void LocalJob::on_exit(int rank, int status) {
   const int code = exited ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // Once hvdcrun is stopping the job, later deaths are its own doing.
   if (code == 0 || stopping_) return;
-  first_failure_ = code;
+  if (first_failure_ == 0) first_failure_ = code;
   std::string why =
       exited ? strfmt("rank %d (pid %d) exited with code %d", rank, ranks_[rank].pid, code)
              : strfmt("rank %d (pid %d) was killed by signal %d (%s)", rank, ranks_[rank].pid,
                       WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (options_.keep_going) {
+    // The survivors learn of it from hvdc (a typed error) and exit on their own.
+    std::fprintf(stderr, "hvdcrun: %s; --keep-going: the others go on\n", why.c_str());
+    return;
+  }
   if (running_ > 0) why += strfmt("; stopping the other %s", ranks_text(running_).c_str());
   stop_all(SIGTERM, why);
 }

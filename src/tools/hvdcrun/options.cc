@@ -25,6 +25,7 @@ enum class Opt {
   kLauncherArg,
   kAllowRoot,
   kOversubscribe,
+  kKeepGoing,
   kVerbose,
   kHelp,
   kVersion,
@@ -47,6 +48,7 @@ const OptSpec kSpecs[] = {
     {{"--launcher-arg", nullptr, nullptr}, Opt::kLauncherArg, true},
     {{"--allow-run-as-root", nullptr, nullptr}, Opt::kAllowRoot, false},
     {{"--oversubscribe", nullptr, nullptr}, Opt::kOversubscribe, false},
+    {{"--keep-going", nullptr, nullptr}, Opt::kKeepGoing, false},
     {{"-v", "--verbose", nullptr}, Opt::kVerbose, false},
     {{"-h", "--help", nullptr}, Opt::kHelp, false},
     {{"--version", nullptr, nullptr}, Opt::kVersion, false},
@@ -125,6 +127,9 @@ Status apply(const OptSpec& spec, const std::string& name, const std::string& va
       return Status::ok();
     case Opt::kAllowRoot:
       out->allow_run_as_root = true;
+      return Status::ok();
+    case Opt::kKeepGoing:
+      out->keep_going = true;
       return Status::ok();
     case Opt::kOversubscribe:
       out->oversubscribe = true;

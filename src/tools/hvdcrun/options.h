@@ -29,6 +29,7 @@ struct Options {
   std::vector<std::string> launcher_args;  // --launcher-arg, verbatim to mpirun or srun
   bool allow_run_as_root = false;          // passed to mpirun only when given
   bool oversubscribe = false;              // passed to mpirun
+  bool keep_going = false;                 // a failed rank does not stop the others
   bool verbose = false;                    // -v: print what is started
   bool help = false;                       // -h / --help
   bool version = false;                    // --version

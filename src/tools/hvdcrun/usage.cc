@@ -35,6 +35,10 @@ Options:
   --oversubscribe      mpirun: allow more ranks than slots.
   --allow-run-as-root  mpirun: passed on only when given here (Open MPI refuses root otherwise;
                        OMPI_ALLOW_RUN_AS_ROOT=1 with OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 also works).
+  --keep-going         A rank that fails or dies does not stop the others (they get hvdc's
+                       typed error and exit on their own); the exit status is still the first
+                       failed rank's. mpirun: --mca orte_enable_recovery 1 --mca
+                       orte_abort_on_non_zero_status 0; srun: --kill-on-bad-exit=0.
   -v, --verbose        Print the command that is started (mpirun, srun) or each rank's pid.
   -h, --help           Print this help and exit.
   --version            Print the version and exit.

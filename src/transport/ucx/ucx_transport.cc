@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <list>
 #include <string>
+#include <unordered_map>
 
 #include "common/log.h"
 #endif
@@ -59,15 +60,21 @@ class UcxTransport final : public Transport {
   void sleep(int extra_fd, int timeout_ms) override;
   Status close() override;
 
-  void mark_peer_failed(int peer, ucs_status_t status) { peer_status_[peer] = status; }
+  Status check_peers() const override;
+  void quiesce() override;
+  void mark_peer_failed(int peer, ucs_status_t status);
 
  private:
   Status create_context();
   Status connect(const AddressExchange& exchange);
   Status peer_failure(int peer) const;
+  Status check_usable(int peer) const;  // for a new data request
   // Collects finished requests; a failed one becomes the returned status.
   Status reap(Request* reqs, size_t count, bool* all_done);
-  void cancel(Request* reqs, size_t count);
+  void abandon(Request* reqs, size_t count);
+  void* force_close(int peer);
+  bool finish(void* request, Clock::time_point deadline);
+  void release(void* request);
   bool stalled_since(Clock::time_point last_moved) const;  // past the progress timeout
   void reap_outbox();
 
@@ -77,6 +84,15 @@ class UcxTransport final : public Transport {
   int efd_ = -1;
   std::vector<ucp_ep_h> eps_;
   std::vector<ucs_status_t> peer_status_;
+  int first_failed_peer_ = -1;
+  bool broken_ = false;    // a wait failed: no new requests (abandon)
+  bool quiesced_ = false;  // quiesce() has closed every endpoint
+  bool stuck_ = false;     // a request stayed in flight after quiesce()
+  struct Posted {
+    bool is_recv;
+    int peer;
+  };
+  std::unordered_map<void*, Posted> posted_;  // data requests in flight
   std::unique_ptr<PeerContext[]> peer_contexts_;
   struct Outgoing {
     std::string bytes;
@@ -108,6 +124,17 @@ bool shm_transports_allowed() {
   return false;
 }
 
+// UCX notices a dead peer (its process gone, its host unreachable) only when it next talks to it:
+// a transfer, or a keepalive probe, by default every 20 s. hvdc's promise of an error within a
+// few seconds needs the probes at 1 s (a few bytes per peer per second). UCX_KEEPALIVE_INTERVAL
+// in the environment wins.
+void set_keepalive_interval(ucp_config_t* config) {
+  if (std::getenv("UCX_KEEPALIVE_INTERVAL") != nullptr) return;
+  ucs_status_t st = ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
+  if (st != UCS_OK)
+    HVDC_LOG_DEBUG("ucp_config_modify(KEEPALIVE_INTERVAL): %s", ucs_status_string(st));
+}
+
 void enable_shm_error_handling(ucp_config_t* config) {
   if (std::getenv("UCX_POSIX_ERROR_HANDLING") != nullptr ||
       std::getenv("UCX_SYSV_ERROR_HANDLING") != nullptr ||
@@ -125,6 +152,7 @@ Status UcxTransport::create_context() {
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucx_error("ucp_config_read", st);
   enable_shm_error_handling(config);
+  set_keepalive_interval(config);
   ucp_params_t params = {};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -152,6 +180,12 @@ Status UcxTransport::connect(const AddressExchange& exchange) {
   std::vector<std::string> all;
   HVDC_RETURN_IF_ERROR(exchange(mine, &all));
   const int n = options_.size;
+  for (int p = 0; p < n; ++p) {
+    if (static_cast<int>(all.size()) != n || all[p].empty()) {
+      return make_error(HVD_ERR_TRANSPORT,
+                        "the address exchange gave no worker address for rank %d", p);
+    }
+  }
   eps_.assign(n, nullptr);
   peer_status_.assign(n, UCS_OK);
   peer_contexts_.reset(new PeerContext[n]);
@@ -179,8 +213,20 @@ Status UcxTransport::init(const AddressExchange& exchange) {
 }
 
 UcxTransport::~UcxTransport() {
+  quiesce();
   for (Outgoing& out : outbox_) {
     if (out.request != nullptr) ucp_request_free(out.request);
+  }
+  bool failed = stuck_;
+  for (ucs_status_t st : peer_status_) failed |= st != UCS_OK;
+  if (failed) {
+    // After a peer failed, UCX 1.13 may hold requests of its endpoint in flight for good (ours,
+    // or its own protocol's), and destroying the worker then trips UCX's assertions, which
+    // abort the process. A failure ends the job: the worker, its context and the error
+    // handlers' arguments are left for the process exit.
+    HVDC_LOG_DEBUG("a peer failed; the UCX worker is left for the process exit");
+    (void)peer_contexts_.release();
+    return;
   }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
@@ -191,21 +237,42 @@ Status UcxTransport::peer_failure(int peer) const {
                     ucs_status_string(peer_status_[peer]));
 }
 
+void UcxTransport::mark_peer_failed(int peer, ucs_status_t status) {
+  peer_status_[peer] = status;
+  if (first_failed_peer_ < 0) first_failed_peer_ = peer;
+}
+
+Status UcxTransport::check_usable(int peer) const {
+  if (broken_) {
+    return make_error(HVD_ERR_TRANSPORT,
+                      "no new transfers after an earlier failure (rank %d, send or receive to "
+                      "rank %d refused)",
+                      options_.rank, peer);
+  }
+  return peer_status_[peer] != UCS_OK ? peer_failure(peer) : Status::ok();
+}
+
+Status UcxTransport::check_peers() const {
+  return first_failed_peer_ < 0 ? Status::ok() : peer_failure(first_failed_peer_);
+}
+
 Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
-  if (peer_status_[peer] != UCS_OK) return peer_failure(peer);
+  HVDC_RETURN_IF_ERROR(check_usable(peer));
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &param);
   if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(sp));
   *req = Request{sp, peer, false};
+  if (sp != nullptr) posted_.emplace(sp, Posted{false, peer});
   return Status::ok();
 }
 
 Status UcxTransport::irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) {
-  if (peer_status_[peer] != UCS_OK) return peer_failure(peer);
+  HVDC_RETURN_IF_ERROR(check_usable(peer));
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag{0}, &param);
   if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_recv_nbx", UCS_PTR_STATUS(sp));
   *req = Request{sp, peer, true};
+  if (sp != nullptr) posted_.emplace(sp, Posted{true, peer});
   return Status::ok();
 }
 
@@ -224,7 +291,7 @@ Status UcxTransport::reap(Request* reqs, size_t count, bool* all_done) {
       *all_done = false;
       continue;
     }
-    ucp_request_free(r.impl);
+    release(r.impl);
     r.impl = nullptr;
     if (st != UCS_OK && failure.is_ok()) {
       failure =
@@ -237,13 +304,81 @@ Status UcxTransport::reap(Request* reqs, size_t count, bool* all_done) {
   return failure;
 }
 
-void UcxTransport::cancel(Request* reqs, size_t count) {
+// A failed wait ends all communication (the engine's work ends with it). The requests still in
+// flight become the transport's (posted_), and no new ones are accepted; the caller's pointers
+// are cleared. quiesce() then stops them once the engine has told its peers why.
+void UcxTransport::abandon(Request* reqs, size_t count) {
+  broken_ = true;
   for (size_t i = 0; i < count; ++i) {
     if (reqs[i].impl == nullptr) continue;
-    if (reqs[i].is_recv) ucp_request_cancel(worker_, reqs[i].impl);
-    ucp_request_free(reqs[i].impl);
+    posted_.emplace(reqs[i].impl, Posted{reqs[i].is_recv, reqs[i].peer});  // control: not yet
     reqs[i].impl = nullptr;
   }
+}
+
+// After a failed wait the callers release their buffers, so no request may touch them any more,
+// including those of a caller that returned early without waiting for them. UCX cannot cancel a
+// send, and a receive already matched keeps writing: every endpoint is closed by force (after
+// the notices queued for the peers went out), which ends the requests of live peers with an
+// error, and every request in flight is waited for. A failed peer sends and asks for nothing
+// more, but UCX 1.13 may keep its requests in flight for good: after a bounded wait they are
+// left to UCX, and the worker is then never destroyed (~UcxTransport).
+void UcxTransport::quiesce() {
+  if (!broken_ || quiesced_) return;
+  quiesced_ = true;
+  const auto notices_until = Clock::now() + std::chrono::milliseconds(200);
+  while (!outbox_.empty() && Clock::now() < notices_until) progress();
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  for (const auto& [request, posted] : posted_) {
+    if (posted.is_recv) ucp_request_cancel(worker_, request);
+  }
+  // A failed peer's requests may never end (see above): no waiting for them.
+  std::vector<bool> failed(peer_status_.size());
+  for (size_t p = 0; p < failed.size(); ++p) failed[p] = peer_status_[p] != UCS_OK;
+  std::vector<void*> closing;
+  for (size_t p = 0; p < eps_.size(); ++p) {
+    void* close_request = force_close(static_cast<int>(p));
+    if (close_request != nullptr) closing.push_back(close_request);
+  }
+  for (void* request : closing) {
+    finish(request, deadline);
+    ucp_request_free(request);
+  }
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if (!finish(it->first, failed[it->second.peer] ? Clock::now() : deadline)) {
+      stuck_ = true;
+      ++it;
+      continue;
+    }
+    ucp_request_free(it->first);
+    it = posted_.erase(it);
+  }
+}
+
+// Progresses until `request` completes or `deadline`; true if it completed.
+bool UcxTransport::finish(void* request, Clock::time_point deadline) {
+  while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline) {
+    ucp_worker_progress(worker_);
+  }
+  return ucp_request_check_status(request) != UCS_INPROGRESS;
+}
+
+// Frees a completed data request.
+void UcxTransport::release(void* request) {
+  posted_.erase(request);
+  ucp_request_free(request);
+}
+
+// Returns the close request to wait for, or nullptr.
+void* UcxTransport::force_close(int peer) {
+  if (eps_[peer] == nullptr) return nullptr;
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t sp = ucp_ep_close_nbx(eps_[peer], &param);
+  eps_[peer] = nullptr;
+  if (peer_status_[peer] == UCS_OK) peer_status_[peer] = UCS_ERR_CANCELED;
+  return sp == nullptr || UCS_PTR_IS_ERR(sp) ? nullptr : sp;
 }
 
 namespace {
@@ -293,8 +428,14 @@ Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrup
     // Only once nothing moves and every completion was collected: a peer's notice that arrived
     // after its last data must not fail an op that data completes.
     if (st.is_ok() && interrupt) st = interrupt();
+    // A peer that closed its connection after an earlier failure sent its notice first: that
+    // notice names the cause, which the closed connection does not.
+    if (st.code() == HVD_ERR_PEER_FAILURE && interrupt) {
+      Status cause = interrupt();
+      if (!cause.is_ok()) st = cause;
+    }
     if (!st.is_ok()) {
-      cancel(reqs, count);
+      abandon(reqs, count);
       return st;
     }
     if (Clock::now() > spin_until) sleep(-1, 1);
@@ -349,7 +490,10 @@ bool UcxTransport::poll_message(Tag want, Tag mask, Tag* got, std::string* bytes
     return false;
   }
   Request req{sp, tag_source(info.sender_tag), true};
-  if (sp != nullptr && !wait(&req, 1, Interrupt()).is_ok()) return false;
+  if (sp != nullptr && !wait(&req, 1, Interrupt()).is_ok()) {
+    quiesce();  // now: the receive writes into *bytes, which the caller owns
+    return false;
+  }
   *got = info.sender_tag;
   return true;
 }
@@ -368,6 +512,7 @@ void UcxTransport::sleep(int extra_fd, int timeout_ms) {
 }
 
 Status UcxTransport::close() {
+  quiesce();
   std::vector<void*> closing;
   for (size_t p = 0; p < eps_.size(); ++p) {
     if (eps_[p] == nullptr) continue;
