@@ -112,9 +112,8 @@ std::string Engine::auto_name(OpType type, int32_t process_set) {
     std::lock_guard<std::mutex> lock(auto_name_mutex_);
     n = auto_name_counters_[{process_set, type}]++;
   }
-  std::string op = op_type_name(type);
-  for (char& c : op) c = static_cast<char>(c - 'A' + 'a');
-  return common::strfmt("%s.noname.%llu", op.c_str(), static_cast<unsigned long long>(n));
+  return common::strfmt("%s.noname.%llu", op_label(type).c_str(),
+                        static_cast<unsigned long long>(n));
 }
 
 void Engine::abort(const std::string& reason) {

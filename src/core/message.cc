@@ -1,5 +1,7 @@
 #include "core/message.h"
 
+#include <cctype>
+
 #include "common/dtype.h"
 #include "common/wire.h"
 #include "hvdc.h"
@@ -191,6 +193,12 @@ size_t response_bytes(const Response& response) {
   size_t count = 0;
   for (int64_t c : response.counts) count += static_cast<size_t>(c);
   return count * common::dtype_size(response.dtype);
+}
+
+std::string op_label(OpType type) {
+  std::string label = op_type_name(type);
+  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return label;
 }
 
 const char* op_type_name(OpType type) {

@@ -25,6 +25,7 @@ enum class OpType : int32_t {
 };
 constexpr int32_t kMaxOpType = 8;
 const char* op_type_name(OpType type);  // "ALLREDUCE", ... (Horovod's spelling)
+std::string op_label(OpType type);      // "allreduce", ...: for names and messages
 
 // "[2, 3]": a shape as messages, logs and the timeline print it.
 std::string shape_string(const std::vector<int64_t>& shape);

@@ -4,18 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 
 namespace hvdc::core {
 
 common::Status op_failure(const TensorEntry& entry, const common::Status& status) {
   const double age =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.submitted).count();
-  std::string type = op_type_name(entry.request.op_type);
-  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return status.with_context(common::strfmt("%s '%s' (process set %d) failed after %.2f s",
-                                            type.c_str(), entry.request.name.c_str(),
-                                            entry.request.process_set, age));
+  return status.with_context(common::strfmt(
+      "%s '%s' (process set %d) failed after %.2f s", op_label(entry.request.op_type).c_str(),
+      entry.request.name.c_str(), entry.request.process_set, age));
 }
 
 TensorQueue::TensorQueue() {
