@@ -7,6 +7,8 @@ namespace hvdc::common {
 
 Status Status::with_context(const std::string& context) const {
   if (is_ok()) return *this;
+  // A peer's notice may already carry this context (it failed in the same op).
+  if (message_.compare(0, context.size() + 2, context + ": ") == 0) return *this;
   return Status(code_, context + ": " + message_);
 }
 

@@ -158,6 +158,7 @@ bool Engine::step() {
   busy |= poll_dump_request();
   watch_pending();
   busy |= poll_terminate();
+  busy |= poll_stall_reports();
   busy |= check_peer_connections();
   busy |= handle_abort_request();
   busy |= finish_peer_shutdown();

@@ -141,6 +141,14 @@ class Engine {
   void note_peer_completed_ops(const std::vector<int64_t>& pairs);
   void terminate(const Status& status, bool notify_peers);
   Status interrupt_check();
+  // stall_agreement.cc
+  bool poll_stall_reports();
+  Status agree_on_stall(const Status& timeout);
+  std::chrono::steady_clock::duration stall_grace() const;
+  void send_stall_report(const std::vector<int>& waiting_for);
+  bool collect_stall_reports();
+  std::string stall_cause(const std::vector<int>& mine,
+                          const std::map<int, std::vector<int>>& reports) const;
   // forensics.cc
   bool poll_dump_request();
   void check_local_stall(std::chrono::steady_clock::time_point now,
@@ -212,6 +220,10 @@ class Engine {
   // Per set shared with peers that shut down: the fewest collectives one of them completed.
   std::map<int32_t, int64_t> peer_shutdown_ops_;
   Status peer_shutdown_status_;
+  // Stall agreement (stall_agreement.cc): the peers' stall reports, and whether this rank
+  // answered one with whom it waits for.
+  std::map<int, std::vector<int>> stall_reports_;
+  bool stall_answered_ = false;
 
   // Hang reports (forensics.cc).
   std::atomic<bool> dump_requested_{false};

@@ -62,6 +62,7 @@ void Engine::execute_one(Response response) {
   // A negotiated error (mismatch, stall timeout) concerns its tensor only and names it; a failed
   // data transfer leaves the ranks out of step.
   const bool fatal = response.kind != ResponseKind::kError && is_fatal(st.code());
+  if (fatal && st.code() == HVD_ERR_TIMEOUT) st = agree_on_stall(st);
   if (fatal) terminate(st, true);
   // After a failed transfer, transfers may still be in flight from these buffers: stop them
   // (after the notices above) before the callers may release the buffers.

@@ -5,6 +5,7 @@
 #include "common/dtype.h"
 #include "common/wire.h"
 #include "hvdc.h"
+#include "transport/tag.h"
 
 namespace hvdc::core {
 
@@ -268,6 +269,12 @@ std::string encode(const Terminate& msg) {
   return out.take();
 }
 
+std::string encode(const StallReport& msg) {
+  WireWriter out;
+  out.i64s(msg.waiting_for);
+  return out.take();
+}
+
 Status decode(const std::string& bytes, RequestList* out) {
   WireReader in(bytes, "request list");
   uint32_t n = 0;
@@ -300,6 +307,12 @@ Status decode(const std::string& bytes, Terminate* out) {
   HVDC_RETURN_IF_ERROR(in.i32(&out->rank));
   HVDC_RETURN_IF_ERROR(in.str(&out->reason, kMaxReasonLength));
   HVDC_RETURN_IF_ERROR(in.i64s(&out->completed_ops, 2 * kMaxProcessSetsOnWire));
+  return in.finish();
+}
+
+Status decode(const std::string& bytes, StallReport* out) {
+  WireReader in(bytes, "stall report");
+  HVDC_RETURN_IF_ERROR(in.i64s(&out->waiting_for, transport::kMaxRanks));
   return in.finish();
 }
 

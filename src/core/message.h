@@ -108,14 +108,22 @@ struct Terminate {
   std::vector<int64_t> completed_ops;
 };
 
+// A rank whose collective timed out, to every peer: the ranks it was still waiting for. The
+// stalled ranks follow these reports to the rank(s) nobody heard from (see stall_agreement.cc).
+struct StallReport {
+  std::vector<int64_t> waiting_for;
+};
+
 std::string encode(const RequestList& list);
 std::string encode(const ResponseList& list);
 std::string encode(const RoundMessage& msg);
 std::string encode(const Terminate& msg);
+std::string encode(const StallReport& msg);
 Status decode(const std::string& bytes, RequestList* out);
 Status decode(const std::string& bytes, ResponseList* out);
 Status decode(const std::string& bytes, RoundMessage* out);
 Status decode(const std::string& bytes, Terminate* out);
+Status decode(const std::string& bytes, StallReport* out);
 
 // Decoding accepts any well-formed message; these check what the engine relies on when it acts
 // on one from a peer, which a corrupt or hostile peer could otherwise break: a request's shape

@@ -132,6 +132,7 @@ bool Engine::finish_peer_shutdown() {
 Status Engine::interrupt_check() {
   poll_dump_request();  // a hang report is most wanted while a collective waits
   poll_terminate();
+  poll_stall_reports();
   check_peer_connections();
   handle_abort_request();
   // op_seq counts the running collective: it can finish if the peer finished it.

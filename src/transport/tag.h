@@ -13,6 +13,7 @@ enum class TagKind : uint64_t {
   kRound = 2,        // every rank -> every rank: one round of agreement on what to execute
   kData = 3,         // collective payloads
   kTerminate = 4,    // abort or shutdown notice to every peer
+  kStall = 5,        // a timed-out rank to every peer: whom it waited for (stall agreement)
 };
 
 constexpr int kTagKindShift = 60;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "transport/tag.h"
@@ -47,6 +48,9 @@ class Transport {
   // HVD_ERR_PEER_FAILURE naming the first peer whose connection failed (it died or became
   // unreachable), whether or not anything was being sent to it; ok while every peer is fine.
   virtual Status check_peers() const = 0;
+  // The peers the wait in progress still waits for (from its interrupt), ascending; after a wait
+  // that failed with HVD_ERR_TIMEOUT, those it was still waiting for; otherwise empty.
+  virtual std::vector<int> waited_peers() const = 0;
   // After a failed wait, once the peers were told why (send_message): stops every request in
   // flight for good, closing every connection, so that the buffers they use may be released.
   // Bounded; does nothing if no wait failed.

@@ -84,6 +84,10 @@ bool equal(const core::Terminate& a, const core::Terminate& b) {
          a.completed_ops == b.completed_ops;
 }
 
+bool equal(const core::StallReport& a, const core::StallReport& b) {
+  return a.waiting_for == b.waiting_for;
+}
+
 bool equal(const bs::StoreRequest& a, const bs::StoreRequest& b) {
   return a.op == b.op && a.client_nonce == b.client_nonce && a.rank == b.rank && a.key == b.key &&
          a.value == b.value && a.reads == b.reads && a.keys == b.keys &&
@@ -139,6 +143,9 @@ void fuzz_core(WireKind kind, const std::string& in) {
   } else if (kind == kRoundMessage) {
     core::RoundMessage msg;
     if (round_trip("round message", in, dec, enc, &msg)) check_limits(msg.responses);
+  } else if (kind == kStallReport) {
+    core::StallReport report;
+    round_trip("stall report", in, dec, enc, &report);
   } else {
     core::Terminate notice;
     round_trip("terminate", in, dec, enc, &notice);

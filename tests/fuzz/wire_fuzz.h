@@ -22,7 +22,8 @@ enum WireKind : uint8_t {
   kStoreReply = 5,    // rendezvous store: ok, values, timed out, error
   kServerHello = 6,   // the store's greeting
   kFrameStream = 7,   // bytes on a store connection, read by FrameReader
-  kWireKinds = 8
+  kStallReport = 8,   // a timed-out rank's list of the ranks it waited for
+  kWireKinds = 9
 };
 
 // Byte 1 of a frame stream input.

@@ -151,6 +151,8 @@ std::vector<std::string> wire_seeds() {
   seeds.push_back(with_kind(kRoundMessage, core::encode(core::RoundMessage())));
   core::Terminate notice{HVD_ERR_SHUT_DOWN, 1, "rank 1 shut down", {0, 17, 2, 3}};
   seeds.push_back(with_kind(kTerminate, core::encode(notice)));
+  seeds.push_back(with_kind(kStallReport, core::encode(core::StallReport{{1, 3}})));
+  seeds.push_back(with_kind(kStallReport, core::encode(core::StallReport{})));
   for (const bs::StoreRequest& r : sample_store_requests()) {
     seeds.push_back(with_kind(kStoreRequest, bs::encode_request(r)));
   }

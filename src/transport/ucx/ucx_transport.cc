@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <list>
@@ -61,6 +62,7 @@ class UcxTransport final : public Transport {
   Status close() override;
 
   Status check_peers() const override;
+  std::vector<int> waited_peers() const override;
   void quiesce() override;
   void mark_peer_failed(int peer, ucs_status_t status);
 
@@ -76,6 +78,8 @@ class UcxTransport final : public Transport {
   bool finish(void* request, Clock::time_point deadline);
   void release(void* request);
   bool stalled_since(Clock::time_point last_moved) const;  // past the progress timeout
+  Status stall_error(const Request* reqs, size_t count);   // notes stalled_peers_
+  Status wait_for(Request* reqs, size_t count, const Interrupt& interrupt);
   void reap_outbox();
 
   UcxOptions options_;
@@ -85,9 +89,12 @@ class UcxTransport final : public Transport {
   std::vector<ucp_ep_h> eps_;
   std::vector<ucs_status_t> peer_status_;
   int first_failed_peer_ = -1;
-  bool broken_ = false;    // a wait failed: no new requests (abandon)
-  bool quiesced_ = false;  // quiesce() has closed every endpoint
-  bool stuck_ = false;     // a request stayed in flight after quiesce()
+  bool broken_ = false;                 // a wait failed: no new requests (abandon)
+  bool quiesced_ = false;               // quiesce() has closed every endpoint
+  bool stuck_ = false;                  // a request stayed in flight after quiesce()
+  const Request* wait_reqs_ = nullptr;  // the wait in progress
+  size_t wait_count_ = 0;
+  std::vector<int> stalled_peers_;  // of the wait that timed out
   struct Posted {
     bool is_recv;
     int peer;
@@ -389,11 +396,28 @@ size_t incomplete(const Request* reqs, size_t count) {
   return n;
 }
 
+// The peers of the requests not yet complete, ascending, once each.
+std::vector<int> peers_of(const Request* reqs, size_t count) {
+  std::vector<int> peers;
+  for (size_t i = 0; i < count; ++i) {
+    if (reqs[i].impl != nullptr) peers.push_back(reqs[i].peer);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
 // "receive from rank 1, send to rank 2": what a stuck wait still waits for.
 std::string describe_waiting(const Request* reqs, size_t count) {
   std::string out;
   for (size_t i = 0; i < count && out.size() < 200; ++i) {
     if (reqs[i].impl == nullptr) continue;
+    bool listed = false;  // several segments to or from one peer: one mention
+    for (size_t j = 0; j < i && !listed; ++j) {
+      listed = reqs[j].impl != nullptr && reqs[j].peer == reqs[i].peer &&
+               reqs[j].is_recv == reqs[i].is_recv;
+    }
+    if (listed) continue;
     out += common::strfmt("%s%s rank %d", out.empty() ? "" : ", ",
                           reqs[i].is_recv ? "receive from" : "send to", reqs[i].peer);
   }
@@ -403,6 +427,18 @@ std::string describe_waiting(const Request* reqs, size_t count) {
 }  // namespace
 
 Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
+  wait_reqs_ = reqs;
+  wait_count_ = count;
+  Status st = wait_for(reqs, count, interrupt);
+  wait_reqs_ = nullptr;
+  return st;
+}
+
+std::vector<int> UcxTransport::waited_peers() const {
+  return wait_reqs_ != nullptr ? peers_of(wait_reqs_, wait_count_) : stalled_peers_;
+}
+
+Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& interrupt) {
   const auto spin = std::chrono::microseconds(options_.spin_micros);
   auto spin_until = Clock::now() + spin;
   auto last_moved = Clock::now();
@@ -411,20 +447,19 @@ Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrup
     bool all_done = false;
     Status st = reap(reqs, count, &all_done);
     if (st.is_ok() && all_done) return st;
+    // Only a waited request that completes counts as movement for HVDC_TIMEOUT: worker events
+    // do not, since live peers' keepalives arrive every second while a stopped peer holds us up.
     const size_t now_left = incomplete(reqs, count);
-    if (st.is_ok() && (progress() > 0 || now_left != left)) {
+    if (st.is_ok() && now_left != left) {
       left = now_left;
-      spin_until = last_moved = Clock::now();
+      last_moved = spin_until = Clock::now();
       spin_until += spin;
       continue;
     }
-    if (st.is_ok() && stalled_since(last_moved)) {
-      st = make_error(HVD_ERR_TIMEOUT,
-                      "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to %s; that peer "
-                      "stopped, hangs or is unreachable",
-                      options_.rank, options_.progress_timeout_seconds,
-                      describe_waiting(reqs, count).c_str());
-    }
+    const bool events = st.is_ok() && progress() > 0;
+    if (events) spin_until = Clock::now() + spin;
+    if (st.is_ok() && stalled_since(last_moved)) st = stall_error(reqs, count);
+    if (st.is_ok() && events) continue;
     // Only once nothing moves and every completion was collected: a peer's notice that arrived
     // after its last data must not fail an op that data completes.
     if (st.is_ok() && interrupt) st = interrupt();
@@ -440,6 +475,14 @@ Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrup
     }
     if (Clock::now() > spin_until) sleep(-1, 1);
   }
+}
+
+// The engine names the cause once the stalled ranks have compared whom they wait for.
+Status UcxTransport::stall_error(const Request* reqs, size_t count) {
+  stalled_peers_ = peers_of(reqs, count);
+  return make_error(HVD_ERR_TIMEOUT, "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to %s",
+                    options_.rank, options_.progress_timeout_seconds,
+                    describe_waiting(reqs, count).c_str());
 }
 
 bool UcxTransport::stalled_since(Clock::time_point last_moved) const {
