@@ -89,8 +89,9 @@ Status parse_rank_or_unset(const Knob& knob, const std::string& raw, std::string
 Status parse_port(const Knob& knob, const std::string& raw, std::string* normalized) {
   HVDC_RETURN_IF_ERROR(parse_int_at_least(knob, raw, 0, normalized));
   if (std::strtoll(normalized->c_str(), nullptr, 10) > 65535) {
-    return make_error(HVD_ERR_INVALID_ARGUMENT, "%s: invalid value '%s' (a port, 1-65535)",
-                      knob.name, raw.c_str());
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "%s: invalid value '%s' (a port, 1-65535, or 0 for the default)", knob.name,
+                      raw.c_str());
   }
   return Status::ok();
 }
