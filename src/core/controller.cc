@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "core/process_set_table.h"
+#include "core/topology.h"
 #include "hvdc.h"
 
 namespace hvdc::core {
@@ -33,9 +34,7 @@ std::string describe(const std::vector<Request>& by_rank,
   std::string out;
   for (const auto& [v, ranks] : groups) {
     if (!out.empty()) out += "; ";
-    out += ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-    out += ": " + v;
+    out += ranks_text(ranks) + ": " + v;
   }
   return out;
 }

@@ -35,13 +35,6 @@ std::vector<int> stall_culprits(int self, const std::map<int, std::vector<int>>&
 
 namespace {
 
-// "rank 1" or "ranks 1, 3".
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
-
 const char* stopped_text(const std::vector<int>& ranks) {
   return ranks.size() == 1 ? "stopped, hangs or is unreachable"
                            : "stopped, hang or are unreachable";

@@ -24,4 +24,10 @@ Topology compute_topology(int rank, const std::vector<std::string>& hosts) {
   return t;
 }
 
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
 }  // namespace hvdc::core

@@ -15,4 +15,7 @@ struct Topology {
 
 Topology compute_topology(int rank, const std::vector<std::string>& hosts);
 
+// "rank 1" or "ranks 1, 3", for messages.
+std::string ranks_text(const std::vector<int>& ranks);
+
 }  // namespace hvdc::core

@@ -427,10 +427,14 @@ std::string describe_waiting(const Request* reqs, size_t count) {
 }  // namespace
 
 Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
+  // Waits nest (an interrupt may receive a control message): restore the outer one after.
+  const Request* outer_reqs = wait_reqs_;
+  const size_t outer_count = wait_count_;
   wait_reqs_ = reqs;
   wait_count_ = count;
   Status st = wait_for(reqs, count, interrupt);
-  wait_reqs_ = nullptr;
+  wait_reqs_ = outer_reqs;
+  wait_count_ = outer_count;
   return st;
 }
 
