@@ -44,8 +44,14 @@ int main(int argc, char** argv) {
     run_case("diagnostics", [&] { cxx_test::test_diagnostics(timeline_path); });
     run_case("barrier_and_join", cxx_test::test_barrier_and_join);
     run_case("abort", cxx_test::test_abort);
-    std::printf("cxx: rank %d of %d: %d failures\n", hvdc::rank(), hvdc::size(),
-                cxx_test::failures());
+    const int rank = hvdc::rank(), size = hvdc::size();
+    // Shutdown succeeds after an abort; the Session's own shutdown then finds no engine.
+    run_case("shutdown", [] {
+      hvdc::shutdown();
+      EXPECT(!hvdc::is_initialized());
+      EXPECT_EQ(hvdc::rank(), -1);
+    });
+    std::printf("cxx: rank %d of %d: %d failures\n", rank, size, cxx_test::failures());
   } catch (const hvdc::Error& e) {
     std::fprintf(stderr, "cxx: %s\n", e.what());
     return 1;
