@@ -146,7 +146,7 @@ void test_allgather() {
   EXPECT(out.shape() == (std::vector<int64_t>{2 * n, 3}));
   const std::vector<double> values = h.output_vector<double>();
   EXPECT_EQ(values.size(), static_cast<size_t>(6 * n));
-  EXPECT_EQ(values[6 * (n - 1) + 3], 10.0 * (n - 1));
+  EXPECT_EQ(values[static_cast<size_t>(6 * (n - 1) + 3)], 10.0 * (n - 1));
   EXPECT_ERROR(HVD_ERR_INVALID_ARGUMENT, "output_vector", h.output_vector<float>());
 
   hvdc::Options with_alloc{"cxx.gather.alloc"};
@@ -215,7 +215,9 @@ void test_reducescatter() {
   EXPECT_EQ(rows, r == 0 ? 3 : 2);
   EXPECT_EQ(mine.size(), static_cast<size_t>(rows));
   const int first = r == 0 ? 0 : 2 * r + 1;
-  for (size_t i = 0; i < mine.size(); ++i) EXPECT_EQ(mine[i], static_cast<float>((first + i) * n));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_EQ(mine[i], static_cast<float>((first + static_cast<int>(i)) * n));
+  }
 
   const int32_t matrix[4][2] = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};  // 4 rows of 2
   std::vector<int32_t> out(static_cast<size_t>(2 * hvdc::reducescatter_rows(4)));
