@@ -1,5 +1,6 @@
 // MNIST's IDX format: a magic number (two zero bytes, a type code, the number of dims), each dim
 // as a big-endian uint32, then the elements in row-major order.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -57,6 +58,8 @@ IdxArray read_idx(const std::string& path) {
   size_t elements = 1;
   for (size_t d = 0; d < ndim; ++d) {
     array.dims.push_back(big_endian_u32(&content[4 + 4 * d]));
+    // Dims of up to 2^32 each can overflow the product: stop once it exceeds the file.
+    if (elements > content.size()) break;
     elements *= static_cast<size_t>(array.dims.back());
   }
   const size_t offset = 4 + 4 * ndim;

@@ -41,6 +41,12 @@ int64_t reduce_int(int64_t value, hvdc::ReduceOp op, const std::string& name) {
   return values[0];
 }
 
+// Under Open MPI every rank's stdout is a pseudo-terminal that orted forwards, whatever mpirun's
+// own output is; only outside it does isatty say whether a person is watching.
+bool stdout_is_terminal() {
+  return isatty(STDOUT_FILENO) && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+}
+
 }  // namespace
 
 uint64_t parameter_digest(const ParameterDict& params) {
@@ -119,7 +125,7 @@ TrainingRun::EpochTotals TrainingRun::train_epoch(int64_t epoch) {
   std::seed_seq dropout_seed{static_cast<uint32_t>(options_.seed), static_cast<uint32_t>(epoch),
                              static_cast<uint32_t>(rank_), 0xD50Fu};
   std::mt19937_64 dropout_rng(dropout_seed);
-  ProgressBar bar(rank_ == 0 && isatty(STDOUT_FILENO), epoch + 1, options_.epochs,
+  ProgressBar bar(rank_ == 0 && stdout_is_terminal(), epoch + 1, options_.epochs,
                   static_cast<int64_t>(plan.batches.size()));
   trainer_->reset_wait_clock();
   EpochTotals totals;

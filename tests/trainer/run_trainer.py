@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Multi-rank checks of hvdc-train: one case per call, launched through hvdcrun.
+"""Multi-rank checks of hvdc-train: one case per call, launched through hvdcrun (or mpirun).
 
-usage: run_trainer.py CASE HVDC_TRAIN HVDCRUN
+usage: run_trainer.py CASE HVDC_TRAIN LAUNCHER   (LAUNCHER: hvdcrun, or mpirun for *-mpirun)
 
 Each case starts the trainer with small settings, reads the ranks' tagged output and checks what
 the issue asks: accuracy on the digits, identical parameters on every rank, np 2 against np 1,
 uneven shards through join, checkpoint and resume, and a rank failing mid-epoch.
 """
+import gzip
 import math
 import os
+import random
 import re
 import struct
 import subprocess
@@ -35,8 +37,15 @@ class Run:
         return [m for r, _, l, _ in self.lines if r == rank for m in [re.search(pattern, l)] if m]
 
 
-def launch(hvdcrun, train, np, args, timeout=240, keep_going=False):
-    command = [hvdcrun, "-np", str(np)] + (["--keep-going"] if keep_going else []) + [train] + args
+def launch(launcher, train, np, args, timeout=240, keep_going=False):
+    """Runs train on np ranks through hvdcrun, or through Open MPI's mpirun when launcher is
+    mpirun (both tag each line with [1,rank]<stdout|stderr>:)."""
+    if os.path.basename(launcher) == "mpirun":
+        options = ["--oversubscribe", "--bind-to", "none", "--tag-output"]
+        os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    else:
+        options = ["--keep-going"] if keep_going else []
+    command = [launcher, "-np", str(np)] + options + [train] + args
     print("$", " ".join(command), flush=True)
     start = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -184,6 +193,30 @@ def case_resume(tools):
         expect(missing.status != 0 and "cannot open" in missing.text(0), "resume from nothing", missing)
 
 
+def write_idx(path, dims, data):
+    header = bytes([0, 0, 0x08, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims)
+    with gzip.open(path, "wb") if path.endswith(".gz") else open(path, "wb") as f:
+        f.write(header + bytes(data))
+
+
+def case_idx(tools):
+    """A small MNIST-style set in IDX files (images plain, labels gzip): class k lights up row k
+    of a 10x10 image, over faint noise."""
+    rng = random.Random(3)
+    with tempfile.TemporaryDirectory() as tmp:
+        for prefix, count in (("train", 300), ("t10k", 100)):
+            labels = [rng.randrange(10) for _ in range(count)]
+            pixels = []
+            for label in labels:
+                pixels += [255 if row == label else rng.randrange(60) for row in range(10) for _ in range(10)]
+            write_idx(f"{tmp}/{prefix}-images-idx3-ubyte", [count, 10, 10], pixels)
+            write_idx(f"{tmp}/{prefix}-labels-idx1-ubyte.gz", [count], labels)
+        run = launch(*tools, 2, ["--data", f"idx:{tmp}", "--epochs", "5"])
+    expect(run.find(r"data idx:.* \(300 train, 100 test\)"), "the IDX set was not read", run)
+    accuracy = final_accuracy(run)
+    expect(accuracy >= 0.9, f"final test accuracy {accuracy} < 0.9 on a separable set", run)
+
+
 def case_failure(tools):
     """Rank 1 exits mid-epoch; ranks 0 and 2 must each report the failure and exit non-zero
     within 10 s, on their own (hvdcrun --keep-going does not stop them)."""
@@ -198,16 +231,19 @@ def case_failure(tools):
         line, when = reports[0]
         print(f"rank {survivor} after {when - failed[0]:.2f} s: {line}")
         expect(when - failed[0] <= 10, f"rank {survivor} took {when - failed[0]:.1f} s", run)
+    print(f"the job ended {run.seconds - failed[0]:.2f} s after rank 1 failed")
     expect(run.seconds - failed[0] <= 10 + 1, f"the job ended {run.seconds - failed[0]:.1f} s after the failure", run)
 
 
 def main():
-    case, train, hvdcrun = sys.argv[1:4]
-    tools = (hvdcrun, train)
+    case, train, launcher = sys.argv[1:4]
+    tools = (launcher, train)
     cases = {
         "digits-mlp-np1": lambda: case_accuracy(tools, 1, []),
         "digits-mlp-np2": lambda: case_accuracy(tools, 2, []),
         "digits-mlp-np4": lambda: case_accuracy(tools, 4, []),
+        "digits-mlp-np2-mpirun": lambda: case_accuracy(tools, 2, []),
+        "idx-np2": lambda: case_idx(tools),
         "digits-cnn-np2": lambda: case_accuracy(tools, 2, ["--model", "cnn"], epochs=8),
         "digits-adam-np2": lambda: case_accuracy(tools, 2, ["--optimizer", "adam"]),
         "digits-random-partition-np2": lambda: case_accuracy(tools, 2, ["--partition", "random"]),
