@@ -245,7 +245,7 @@ def main():
         "digits-mlp-np2-mpirun": lambda: case_accuracy(tools, 2, []),
         "idx-np2": lambda: case_idx(tools),
         "digits-cnn-np2": lambda: case_accuracy(tools, 2, ["--model", "cnn"], epochs=8),
-        "digits-adam-np2": lambda: case_accuracy(tools, 2, ["--optimizer", "adam"]),
+        "digits-adam-np2": lambda: case_accuracy(tools, 2, ["--optimizer", "adam", "--fusion-threshold", "0"]),
         "digits-random-partition-np2": lambda: case_accuracy(tools, 2, ["--partition", "random"]),
         "equivalence-np2-np1": lambda: case_equivalence(tools),
         "uneven-shards-np3": lambda: case_uneven(tools),
