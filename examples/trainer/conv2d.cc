@@ -1,5 +1,6 @@
 #include "conv2d.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace trainer {
@@ -33,22 +34,22 @@ Conv2D::Geometry Conv2D::geometry(const Tensor& input) const {
 }
 
 template <typename Visit>
-void Conv2D::for_each_tap(const Geometry& g, Visit visit) const {
+void Conv2D::for_each_run(const Geometry& g, Visit visit) const {
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t f = 0; f < filters_; ++f) {
-      for (int64_t oy = 0; oy < g.out_height; ++oy) {
-        for (int64_t ox = 0; ox < g.out_width; ++ox) {
-          const int64_t out = ((n * filters_ + f) * g.out_height + oy) * g.out_width + ox;
-          for (int64_t c = 0; c < channels_; ++c) {
-            for (int64_t ky = 0; ky < kernel_; ++ky) {
+      for (int64_t c = 0; c < channels_; ++c) {
+        for (int64_t ky = 0; ky < kernel_; ++ky) {
+          for (int64_t kx = 0; kx < kernel_; ++kx) {
+            // Output columns whose input column ox + kx - padding lies inside the image.
+            const int64_t first = std::max<int64_t>(0, padding_ - kx);
+            const int64_t last = std::min<int64_t>(g.out_width, g.width + padding_ - kx);
+            if (first >= last) continue;
+            const int64_t weight = ((f * channels_ + c) * kernel_ + ky) * kernel_ + kx;
+            for (int64_t oy = 0; oy < g.out_height; ++oy) {
               const int64_t y = oy + ky - padding_;
               if (y < 0 || y >= g.height) continue;
-              for (int64_t kx = 0; kx < kernel_; ++kx) {
-                const int64_t x = ox + kx - padding_;
-                if (x < 0 || x >= g.width) continue;
-                visit(((n * channels_ + c) * g.height + y) * g.width + x,
-                      ((f * channels_ + c) * kernel_ + ky) * kernel_ + kx, out);
-              }
+              visit(((n * channels_ + c) * g.height + y) * g.width + first + kx - padding_, weight,
+                    ((n * filters_ + f) * g.out_height + oy) * g.out_width + first, last - first);
             }
           }
         }
@@ -66,7 +67,9 @@ Tensor Conv2D::forward(const Tensor& input, const ForwardContext&) {
   const float* x = input.data();
   const float* w = weight_->data.data();
   float* y = output.data();
-  for_each_tap(g, [&](int64_t xi, int64_t wi, int64_t yi) { y[yi] += x[xi] * w[wi]; });
+  for_each_run(g, [&](int64_t xi, int64_t wi, int64_t yi, int64_t length) {
+    for (int64_t i = 0; i < length; ++i) y[yi + i] += x[xi + i] * w[wi];
+  });
   return output;
 }
 
@@ -84,9 +87,13 @@ Tensor Conv2D::backward(const Tensor& grad_output) {
   const float* dy = grad_output.data();
   float* dx = grad_input.data();
   float* dw = weight_->grad.data();
-  for_each_tap(g, [&](int64_t xi, int64_t wi, int64_t yi) {
-    dw[wi] += dy[yi] * x[xi];
-    dx[xi] += dy[yi] * w[wi];
+  for_each_run(g, [&](int64_t xi, int64_t wi, int64_t yi, int64_t length) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < length; ++i) {
+      sum += dy[yi + i] * x[xi + i];
+      dx[xi + i] += dy[yi + i] * w[wi];
+    }
+    dw[wi] += sum;
   });
   return grad_input;
 }

@@ -23,10 +23,13 @@ class Conv2D : public Block {
     int64_t batch, height, width, out_height, out_width;
   };
   Geometry geometry(const Tensor& input) const;
-  // Calls visit(input_index, weight_index, output_index) for every multiply-add of the forward
-  // pass; forward and backward then differ only in what they do with the three indices.
+  // Calls visit(input_index, weight_index, output_index, length) for every run of the forward
+  // pass's multiply-adds that shares one weight: output[output_index + i] +=
+  // input[input_index + i] * weight[weight_index] for i < length (one output row, clipped where
+  // the kernel hangs over the padding). Forward and backward differ only in what they do with a
+  // run, and the contiguous inner loop is one the compiler vectorises.
   template <typename Visit>
-  void for_each_tap(const Geometry& g, Visit visit) const;
+  void for_each_run(const Geometry& g, Visit visit) const;
 
   std::string prefix_;
   int64_t channels_, filters_, kernel_, padding_;
