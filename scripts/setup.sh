@@ -5,6 +5,8 @@ packages=(
   g++ meson ninja-build pkg-config python3 python3-venv clang-format
   libucx-dev ucx-utils libopenmpi-dev openmpi-bin libgtest-dev libdlpack-dev abigail-tools
   iproute2 util-linux
+  # the example trainer: zlib for IDX files, the 8x8 digits that sklearn ships
+  zlib1g-dev python3-sklearn
   # scripts/fuzz.sh: clang++ and libclang_rt.fuzzer (in libclang-rt-14-dev, which clang only
   # recommends; libclang-rt-dev tracks the default clang's version)
   clang libclang-rt-dev
