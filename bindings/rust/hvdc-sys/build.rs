@@ -14,7 +14,10 @@ fn dir_from_env() -> Option<PathBuf> {
 
 // `-L/usr/lib -L/opt/x` -> the directories, in order.
 fn dirs_from_pkg_config() -> Vec<PathBuf> {
-    let output = match Command::new("pkg-config").args(["--libs-only-L", "hvdc"]).output() {
+    let output = match Command::new("pkg-config")
+        .args(["--libs-only-L", "hvdc"])
+        .output()
+    {
         Ok(output) if output.status.success() => output,
         _ => return Vec::new(),
     };

@@ -2,9 +2,9 @@
 //!
 //! Every item mirrors the header one to one: the same names, the same values, the same layouts.
 //! The safe API is the `hvdc` crate. The header-coverage test (`tests/bindings`) reads this file
-//! with a regular expression, so each function stays on one line in the form
-//! `pub fn hvd_name(a: T, b: U) -> R;` and callback types are named aliases (no commas inside a
-//! parameter's type).
+//! with a regular expression, so each function declaration stays on one line (the `extern`
+//! block is exempt from rustfmt), parameters are separated by the only commas on the line, and
+//! callback types are named aliases.
 #![allow(non_camel_case_types)]
 
 pub use std::os::raw::{c_char, c_void};
@@ -121,14 +121,23 @@ pub const HVD_CFG_MASTER_PORT: i32 = 11;
 pub const HVD_CFG_SECRET: i32 = 12;
 pub const HVD_CFG_IFACE: i32 = 13;
 
-pub type hvd_log_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, level: i32, message: *const c_char)>;
+pub type hvd_log_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, level: i32, message: *const c_char)>;
 
 // ---- Collectives ------------------------------------------------------------------------------
 pub type hvd_handle_t = u64;
 
-pub type hvd_done_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, handle: hvd_handle_t, status: hvd_status_t)>;
+pub type hvd_done_fn = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, handle: hvd_handle_t, status: hvd_status_t),
+>;
 
-pub type hvd_alloc_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, output: *const hvd_tensor_t, bytes: usize) -> *mut c_void>;
+pub type hvd_alloc_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        output: *const hvd_tensor_t,
+        bytes: usize,
+    ) -> *mut c_void,
+>;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]

@@ -32,7 +32,13 @@ fn input(op: ReduceOp, rank: i32, i: usize) -> i64 {
 
 fn allreduce_type<T: Sample>(hvdc: &Hvdc, check: &mut Checker, type_name: &str) {
     let (rank, size) = (hvdc.rank(), hvdc.size());
-    for op in [ReduceOp::Sum, ReduceOp::Average, ReduceOp::Min, ReduceOp::Max, ReduceOp::Product] {
+    for op in [
+        ReduceOp::Sum,
+        ReduceOp::Average,
+        ReduceOp::Min,
+        ReduceOp::Max,
+        ReduceOp::Product,
+    ] {
         let data: Vec<T> = (0..LEN).map(|i| T::from_i64(input(op, rank, i))).collect();
         let mut out = vec![T::from_i64(0); LEN];
         let name = format!("allreduce.{}.{:?}", type_name, op);
@@ -40,10 +46,17 @@ fn allreduce_type<T: Sample>(hvdc: &Hvdc, check: &mut Checker, type_name: &str) 
             check.expect(false, || format!("{}: {}", name, e));
             continue;
         }
-        let wrong: Vec<usize> =
-            (0..LEN).filter(|&i| !close(out[i], reference(op, size, i, T::INTEGER))).collect();
+        let wrong: Vec<usize> = (0..LEN)
+            .filter(|&i| !close(out[i], reference(op, size, i, T::INTEGER)))
+            .collect();
         check.expect(wrong.is_empty(), || {
-            format!("{} at {:?}: got {:?}, want {}", name, wrong, out[wrong[0]], reference(op, size, wrong[0], T::INTEGER))
+            format!(
+                "{} at {:?}: got {:?}, want {}",
+                name,
+                wrong,
+                out[wrong[0]],
+                reference(op, size, wrong[0], T::INTEGER)
+            )
         });
     }
 }
@@ -54,14 +67,21 @@ fn allreduce_bool(hvdc: &Hvdc, check: &mut Checker) {
     let data: Vec<Bool> = (0..16).map(|i| Bool::from(i >> rank & 1 == 1)).collect();
     let low = (1 << size) - 1;
     for (op, want) in [
-        (ReduceOp::Sum, (0..16).map(|i| i & low != 0).collect::<Vec<_>>()),
+        (
+            ReduceOp::Sum,
+            (0..16).map(|i| i & low != 0).collect::<Vec<_>>(),
+        ),
         (ReduceOp::Max, (0..16).map(|i| i & low != 0).collect()),
         (ReduceOp::Product, (0..16).map(|i| i & low == low).collect()),
         (ReduceOp::Min, (0..16).map(|i| i & low == low).collect()),
     ] {
         let mut out = data.clone();
         let result = hvdc.allreduce_in_place(&mut out, op, &Options::new());
-        check.equal(&format!("bool allreduce {:?} status", op), result.map_err(|e| e.to_string()), Ok(()));
+        check.equal(
+            &format!("bool allreduce {:?} status", op),
+            result.map_err(|e| e.to_string()),
+            Ok(()),
+        );
         let got: Vec<bool> = out.iter().map(|b| b.get()).collect();
         check.equal(&format!("bool allreduce {:?}", op), got, want);
     }
@@ -71,7 +91,8 @@ fn scaled_allreduce(hvdc: &Hvdc, check: &mut Checker) {
     let size = hvdc.size() as f64;
     let mut data = vec![hvdc.rank() as f64 + 1.0; 5];
     let opts = Options::new().name("scaled").prescale(0.5).postscale(4.0);
-    hvdc.allreduce_in_place(&mut data, ReduceOp::Sum, &opts).unwrap();
+    hvdc.allreduce_in_place(&mut data, ReduceOp::Sum, &opts)
+        .unwrap();
     let want = 0.5 * 4.0 * size * (size + 1.0) / 2.0;
     check.equal("prescale 0.5 postscale 4 sum", data, vec![want; 5]);
 }
@@ -79,12 +100,17 @@ fn scaled_allreduce(hvdc: &Hvdc, check: &mut Checker) {
 fn grouped(hvdc: &Hvdc, check: &mut Checker) {
     let (rank, size) = (hvdc.rank(), hvdc.size());
     let lens = [1usize, 7, 300];
-    let mut members: Vec<Vec<i32>> =
-        lens.iter().map(|&n| (0..n).map(|i| value(rank, i) as i32).collect()).collect();
+    let mut members: Vec<Vec<i32>> = lens
+        .iter()
+        .map(|&n| (0..n).map(|i| value(rank, i) as i32).collect())
+        .collect();
     let mut views: Vec<&mut [i32]> = members.iter_mut().map(|m| &mut m[..]).collect();
-    hvdc.grouped_allreduce(&mut views, ReduceOp::Sum, &Options::new().name("grouped")).unwrap();
+    hvdc.grouped_allreduce(&mut views, ReduceOp::Sum, &Options::new().name("grouped"))
+        .unwrap();
     for (m, &n) in members.iter().zip(&lens) {
-        let want: Vec<i32> = (0..n).map(|i| (0..size).map(|r| value(r, i) as i32).sum()).collect();
+        let want: Vec<i32> = (0..n)
+            .map(|i| (0..size).map(|r| value(r, i) as i32).sum())
+            .collect();
         check.equal(&format!("grouped member of {}", n), m.clone(), want);
     }
 }
@@ -93,26 +119,44 @@ fn allgather(hvdc: &Hvdc, check: &mut Checker) {
     let (rank, size) = (hvdc.rank(), hvdc.size());
     // Rank r sends r + 1 values r * 100 + j: the first dimension differs per rank.
     let mine: Vec<i16> = (0..=rank).map(|j| (rank * 100 + j) as i16).collect();
-    let got = hvdc.allgather(&mine, &Options::new().name("allgather")).unwrap();
-    let want: Vec<i16> = (0..size).flat_map(|r| (0..=r).map(move |j| (r * 100 + j) as i16)).collect();
+    let got = hvdc
+        .allgather(&mine, &Options::new().name("allgather"))
+        .unwrap();
+    let want: Vec<i16> = (0..size)
+        .flat_map(|r| (0..=r).map(move |j| (r * 100 + j) as i16))
+        .collect();
     check.equal("allgather of uneven parts", got, want);
     let halves: Vec<BF16> = vec![BF16::from_f32(rank as f32 + 0.5); 3];
     let got = hvdc.allgather(&halves, &Options::new()).unwrap();
     let want: Vec<f32> = (0..size).flat_map(|r| vec![r as f32 + 0.5; 3]).collect();
-    check.equal("allgather bf16", got.iter().map(|x| x.to_f32()).collect::<Vec<_>>(), want);
+    check.equal(
+        "allgather bf16",
+        got.iter().map(|x| x.to_f32()).collect::<Vec<_>>(),
+        want,
+    );
 }
 
 fn broadcast(hvdc: &Hvdc, check: &mut Checker) {
     let (rank, size) = (hvdc.rank(), hvdc.size());
     for root in 0..size {
         let mut data: Vec<f64> = (0..9).map(|i| (rank * 10 + i) as f64).collect();
-        hvdc.broadcast(&mut data, root, &Options::new().name(&format!("broadcast.{}", root))).unwrap();
+        hvdc.broadcast(
+            &mut data,
+            root,
+            &Options::new().name(&format!("broadcast.{}", root)),
+        )
+        .unwrap();
         let want: Vec<f64> = (0..9).map(|i| (root * 10 + i) as f64).collect();
         check.equal(&format!("broadcast from {}", root), data, want);
     }
     let mut halves = vec![F16::from_f32(rank as f32); 4];
-    hvdc.broadcast(&mut halves, size - 1, &Options::new()).unwrap();
-    check.equal("broadcast f16", halves, vec![F16::from_f32((size - 1) as f32); 4]);
+    hvdc.broadcast(&mut halves, size - 1, &Options::new())
+        .unwrap();
+    check.equal(
+        "broadcast f16",
+        halves,
+        vec![F16::from_f32((size - 1) as f32); 4],
+    );
 }
 
 // Rank s sends splits(s)[d] values s * 1000 + d * 100 + k to rank d.
@@ -126,8 +170,12 @@ fn alltoall(hvdc: &Hvdc, check: &mut Checker) {
     let input: Vec<i64> = (0..size)
         .flat_map(|d| (0..splits[d as usize]).map(move |k| (rank * 1000 + d * 100 + k) as i64))
         .collect();
-    let got = hvdc.alltoall(&input, Some(&splits), &Options::new().name("alltoall")).unwrap();
-    let want_splits: Vec<i32> = (0..size).map(|s| splits_of(s, size)[rank as usize]).collect();
+    let got = hvdc
+        .alltoall(&input, Some(&splits), &Options::new().name("alltoall"))
+        .unwrap();
+    let want_splits: Vec<i32> = (0..size)
+        .map(|s| splits_of(s, size)[rank as usize])
+        .collect();
     let want: Vec<i64> = (0..size)
         .flat_map(|s| (0..want_splits[s as usize]).map(move |k| (s * 1000 + rank * 100 + k) as i64))
         .collect();
@@ -135,7 +183,9 @@ fn alltoall(hvdc: &Hvdc, check: &mut Checker) {
     check.equal("alltoall data", got.data, want);
     let even: Vec<u8> = (0..size * 2).map(|i| (rank * 10 + i) as u8).collect();
     let got = hvdc.alltoall(&even, None, &Options::new()).unwrap();
-    let want: Vec<u8> = (0..size).flat_map(|s| (0..2).map(move |k| (s * 10 + rank * 2 + k) as u8)).collect();
+    let want: Vec<u8> = (0..size)
+        .flat_map(|s| (0..2).map(move |k| (s * 10 + rank * 2 + k) as u8))
+        .collect();
     check.equal("alltoall even split", got.data, want);
 }
 
@@ -144,13 +194,20 @@ fn reducescatter(hvdc: &Hvdc, check: &mut Checker) {
     let total = 2 * size as usize + 1; // uneven: the first rank gets one row more
     let input: Vec<f32> = (0..total).map(|i| value(rank, i) as f32).collect();
     let rows = hvdc::reducescatter_rows(total, rank, size);
-    let first: usize = (0..rank).map(|r| hvdc::reducescatter_rows(total, r, size)).sum();
+    let first: usize = (0..rank)
+        .map(|r| hvdc::reducescatter_rows(total, r, size))
+        .sum();
     for op in [ReduceOp::Sum, ReduceOp::Average] {
         let mut out = vec![0.0f32; rows];
-        hvdc.reducescatter(&input, &mut out, op, &Options::new()).unwrap();
-        let want: Vec<f64> = (first..first + rows).map(|i| reference(op, size, i, false)).collect();
+        hvdc.reducescatter(&input, &mut out, op, &Options::new())
+            .unwrap();
+        let want: Vec<f64> = (first..first + rows)
+            .map(|i| reference(op, size, i, false))
+            .collect();
         let ok = out.iter().zip(&want).all(|(&g, &w)| close(g, w));
-        check.expect(ok, || format!("reducescatter {:?}: got {:?}, want {:?}", op, out, want));
+        check.expect(ok, || {
+            format!("reducescatter {:?}: got {:?}, want {:?}", op, out, want)
+        });
     }
 }
 

@@ -13,13 +13,25 @@ use hvdc_sys as sys;
 
 impl Hvdc {
     /// Reduces `input` over all ranks into `output` (same length).
-    pub fn allreduce<T: Element>(&self, input: &[T], output: &mut [T], op: ReduceOp, opts: &Options) -> Result<()> {
+    pub fn allreduce<T: Element>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+        op: ReduceOp,
+        opts: &Options,
+    ) -> Result<()> {
         submit::same_length("allreduce", input.len(), output.len())?;
-        unsafe { submit::allreduce(input.as_ptr(), output.as_mut_ptr(), input.len(), op, opts)? }.wait()
+        unsafe { submit::allreduce(input.as_ptr(), output.as_mut_ptr(), input.len(), op, opts)? }
+            .wait()
     }
 
     /// Reduces `data` over all ranks in place.
-    pub fn allreduce_in_place<T: Element>(&self, data: &mut [T], op: ReduceOp, opts: &Options) -> Result<()> {
+    pub fn allreduce_in_place<T: Element>(
+        &self,
+        data: &mut [T],
+        op: ReduceOp,
+        opts: &Options,
+    ) -> Result<()> {
         unsafe { submit::allreduce(data.as_ptr(), data.as_mut_ptr(), data.len(), op, opts)? }.wait()
     }
 
@@ -30,12 +42,18 @@ impl Hvdc {
         op: ReduceOp,
         opts: &Options,
     ) -> Result<OwnedHandle<'_, T>> {
-        let raw = unsafe { submit::allreduce(data.as_ptr(), data.as_mut_ptr(), data.len(), op, opts)? };
+        let raw =
+            unsafe { submit::allreduce(data.as_ptr(), data.as_mut_ptr(), data.len(), op, opts)? };
         Ok(OwnedHandle::new(raw, data, self))
     }
 
     /// Reduces every member in place as one grouped op (members named `<name>.<i>`).
-    pub fn grouped_allreduce<T: Element>(&self, members: &mut [&mut [T]], op: ReduceOp, opts: &Options) -> Result<()> {
+    pub fn grouped_allreduce<T: Element>(
+        &self,
+        members: &mut [&mut [T]],
+        op: ReduceOp,
+        opts: &Options,
+    ) -> Result<()> {
         unsafe { submit::grouped_allreduce(members, op, opts)? }.wait()
     }
 
@@ -48,13 +66,23 @@ impl Hvdc {
     }
 
     /// Overwrites `data` with `root_rank`'s `data` (same length everywhere).
-    pub fn broadcast<T: Element>(&self, data: &mut [T], root_rank: i32, opts: &Options) -> Result<()> {
+    pub fn broadcast<T: Element>(
+        &self,
+        data: &mut [T],
+        root_rank: i32,
+        opts: &Options,
+    ) -> Result<()> {
         unsafe { submit::broadcast(data.as_mut_ptr(), data.len(), root_rank, opts)? }.wait()
     }
 
     /// Sends `splits[i]` elements of `input` to rank i of the set (an even split when `None`) and
     /// returns what this rank received, with the count from each rank.
-    pub fn alltoall<T: Element>(&self, input: &[T], splits: Option<&[i32]>, opts: &Options) -> Result<Alltoall<T>> {
+    pub fn alltoall<T: Element>(
+        &self,
+        input: &[T],
+        splits: Option<&[i32]>,
+        opts: &Options,
+    ) -> Result<Alltoall<T>> {
         let (_, ranks) = position(opts.process_set_id())?;
         let slot = SlotPtr::new();
         let raw = unsafe { submit::alltoall(input, splits, ranks, &slot, opts)? };
@@ -64,7 +92,13 @@ impl Hvdc {
 
     /// Reduces `input` and leaves this rank's share in `output`, which must have
     /// `reducescatter_rows(input.len(), rank, size)` elements.
-    pub fn reducescatter<T: Element>(&self, input: &[T], output: &mut [T], op: ReduceOp, opts: &Options) -> Result<()> {
+    pub fn reducescatter<T: Element>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+        op: ReduceOp,
+        opts: &Options,
+    ) -> Result<()> {
         check_share(input.len(), output.len(), opts)?;
         unsafe { submit::reducescatter(input, output.as_mut_ptr(), op, opts)? }.wait()
     }

@@ -1,8 +1,9 @@
 //! Settings for `Hvdc::with_config`, over the library's opaque config object. They override the
 //! `HVDC_*` environment variables.
-use crate::error::{check, Error, Result};
+use crate::context::read_lifecycle;
+use crate::error::{check, Result};
+use crate::options::c_string;
 use hvdc_sys as sys;
-use std::ffi::CString;
 
 /// The keys of `hvd_config_set_*`, named after `HVD_CFG_*`; each says its value type.
 #[non_exhaustive]
@@ -73,22 +74,23 @@ unsafe impl Sync for Config {}
 impl Config {
     pub fn new() -> Result<Config> {
         let mut raw = std::ptr::null_mut();
+        let _shared = read_lifecycle();
         check(unsafe { sys::hvd_config_create(&mut raw) })?;
         Ok(Config { raw })
     }
 
     /// Sets an integer setting; the library rejects a key of the wrong type or a bad value.
-    pub fn set_int(mut self, key: ConfigKey, value: i64) -> Result<Config> {
-        check(unsafe { sys::hvd_config_set_int(self.raw_mut(), key.code(), value) })?;
+    pub fn set_int(self, key: ConfigKey, value: i64) -> Result<Config> {
+        let _shared = read_lifecycle();
+        check(unsafe { sys::hvd_config_set_int(self.raw, key.code(), value) })?;
         Ok(self)
     }
 
     /// Sets a text setting.
-    pub fn set_str(mut self, key: ConfigKey, value: &str) -> Result<Config> {
-        let value = CString::new(value).map_err(|_| {
-            Error::invalid_argument(format!("config value {:?} contains a NUL byte", value))
-        })?;
-        check(unsafe { sys::hvd_config_set_str(self.raw_mut(), key.code(), value.as_ptr()) })?;
+    pub fn set_str(self, key: ConfigKey, value: &str) -> Result<Config> {
+        let value = c_string("config value", value)?;
+        let _shared = read_lifecycle();
+        check(unsafe { sys::hvd_config_set_str(self.raw, key.code(), value.as_ptr()) })?;
         Ok(self)
     }
 
@@ -96,13 +98,14 @@ impl Config {
     pub fn process_sets(self, sets: &[&[i32]]) -> Result<Config> {
         let text: Vec<String> = sets
             .iter()
-            .map(|set| set.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","))
+            .map(|set| {
+                set.iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .collect();
         self.set_str(ConfigKey::ProcessSets, &text.join(";"))
-    }
-
-    fn raw_mut(&mut self) -> *mut sys::hvd_config_t {
-        self.raw
     }
 
     pub(crate) fn as_ptr(&self) -> *const sys::hvd_config_t {
@@ -112,6 +115,7 @@ impl Config {
 
 impl Drop for Config {
     fn drop(&mut self) {
+        let _shared = read_lifecycle();
         unsafe { sys::hvd_config_destroy(self.raw) }
     }
 }

@@ -12,11 +12,15 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 static LIFECYCLE: RwLock<bool> = RwLock::new(false);
 
 fn write_lifecycle() -> RwLockWriteGuard<'static, bool> {
-    LIFECYCLE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    LIFECYCLE
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub(crate) fn read_lifecycle() -> RwLockReadGuard<'static, bool> {
-    LIFECYCLE.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    LIFECYCLE
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The running engine. `Send + Sync`: the header lets every call other than init and shutdown

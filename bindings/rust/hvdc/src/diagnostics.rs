@@ -12,7 +12,10 @@ pub type Stats = sys::hvd_stats_t;
 impl Hvdc {
     /// This rank's counters since init.
     pub fn stats(&self) -> Result<Stats> {
-        let mut stats = Stats { struct_size: std::mem::size_of::<Stats>() as u32, ..Stats::default() };
+        let mut stats = Stats {
+            struct_size: std::mem::size_of::<Stats>() as u32,
+            ..Stats::default()
+        };
         check(unsafe { sys::hvd_stats_get(&mut stats) })?;
         Ok(stats)
     }
@@ -48,7 +51,11 @@ impl Hvdc {
     pub fn async_error(&self) -> Result<Option<Error>> {
         let mut status = sys::HVD_SUCCESS;
         check(unsafe { sys::hvd_get_async_error(&mut status) })?;
-        Ok(if status < 0 { Some(Error::last(status)) } else { None })
+        Ok(if status < 0 {
+            Some(Error::last(status))
+        } else {
+            None
+        })
     }
 }
 

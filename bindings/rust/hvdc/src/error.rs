@@ -69,7 +69,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An error with this code and message (used for checks the binding makes itself).
     pub fn new(code: i32, message: impl Into<String>) -> Error {
-        Error { code, kind: ErrorKind::from_code(code), message: message.into() }
+        Error {
+            code,
+            kind: ErrorKind::from_code(code),
+            message: message.into(),
+        }
     }
 
     /// An error for `code` with the calling thread's `hvd_last_error_message`.
@@ -119,6 +123,7 @@ pub(crate) fn check(status: i32) -> Result<i32> {
 
 /// The library's static text for a status code.
 pub fn status_string(code: i32) -> String {
+    let _shared = crate::context::read_lifecycle();
     unsafe { text(sys::hvd_status_string(code)) }
 }
 
@@ -136,7 +141,10 @@ mod tests {
 
     #[test]
     fn codes_map_to_kinds_and_unknown_codes_stay_readable() {
-        assert_eq!(ErrorKind::from_code(sys::HVD_ERR_MISMATCH), ErrorKind::Mismatch);
+        assert_eq!(
+            ErrorKind::from_code(sys::HVD_ERR_MISMATCH),
+            ErrorKind::Mismatch
+        );
         assert_eq!(ErrorKind::from_code(sys::HVD_ERR_FORKED), ErrorKind::Forked);
         let e = Error::new(-999, "x");
         assert_eq!(e.kind(), ErrorKind::Unknown);

@@ -92,7 +92,12 @@ mod tests {
             if (bits & 0x7c00) == 0x7c00 {
                 continue; // inf and NaN: checked above
             }
-            assert_eq!(f32_to_f16_bits(f16_bits_to_f32(bits)), bits, "bits {:#06x}", bits);
+            assert_eq!(
+                f32_to_f16_bits(f16_bits_to_f32(bits)),
+                bits,
+                "bits {:#06x}",
+                bits
+            );
         }
         assert_eq!(f16_bits_to_f32(0x0001), 5.960_464_5e-8);
         assert_eq!(f16_bits_to_f32(0x3555), 0.333_251_95);

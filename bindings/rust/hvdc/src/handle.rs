@@ -121,9 +121,14 @@ impl<T: Element> Completion for Exchanged<T> {
     type Output = Alltoall<T>;
     fn finish(self, id: sys::hvd_handle_t) -> Result<Alltoall<T>> {
         let mut received_splits = vec![0i32; self.ranks as usize];
-        check(unsafe { sys::hvd_handle_received_splits(id, received_splits.as_mut_ptr(), self.ranks) })?;
+        check(unsafe {
+            sys::hvd_handle_received_splits(id, received_splits.as_mut_ptr(), self.ranks)
+        })?;
         let data = unsafe { self.slot.take() };
-        Ok(Alltoall { data, received_splits })
+        Ok(Alltoall {
+            data,
+            received_splits,
+        })
     }
 }
 
@@ -148,7 +153,11 @@ pub struct OwnedHandle<'h, T> {
 
 impl<'h, T> OwnedHandle<'h, T> {
     pub(crate) fn new(raw: RawHandle, data: Vec<T>, hvdc: &'h Hvdc) -> OwnedHandle<'h, T> {
-        OwnedHandle { raw, data, _hvdc: hvdc }
+        OwnedHandle {
+            raw,
+            data,
+            _hvdc: hvdc,
+        }
     }
 
     /// Blocks until the op ends; the reduced vector, or the op's error.

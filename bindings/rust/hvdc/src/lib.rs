@@ -82,7 +82,9 @@ pub use context::{abi_version, has_feature, is_initialized, version_string, Feat
 pub use diagnostics::Stats;
 pub use element::{Bool, Element, BF16, F16};
 pub use error::{status_string, Error, ErrorKind, Result};
-pub use handle::{Alltoall, Completion, Exchanged, Filled, FilledGroup, Gathered, OwnedHandle, Reached};
+pub use handle::{
+    Alltoall, Completion, Exchanged, Filled, FilledGroup, Gathered, OwnedHandle, Reached,
+};
 pub use log::{clear_log_callback, set_log_callback};
 pub use options::{Options, ReduceOp};
 pub use process_set::ProcessSet;

@@ -29,7 +29,11 @@ unsafe extern "C" fn forward(user_data: *mut c_void, level: i32, message: *const
     // Unwinding out of an extern "C" function is undefined behaviour: stop every panic here.
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let sink = &*(user_data as *const Box<LogSink>);
-        let text = if message.is_null() { Default::default() } else { CStr::from_ptr(message).to_string_lossy() };
+        let text = if message.is_null() {
+            Default::default()
+        } else {
+            CStr::from_ptr(message).to_string_lossy()
+        };
         sink(level, &text);
     }));
 }

@@ -45,7 +45,12 @@ impl Default for Options<'_> {
 
 impl<'a> Options<'a> {
     pub const fn new() -> Options<'a> {
-        Options { name: None, process_set: 0, prescale: 1.0, postscale: 1.0 }
+        Options {
+            name: None,
+            process_set: 0,
+            prescale: 1.0,
+            postscale: 1.0,
+        }
     }
 
     /// The tensor's name across ranks (1 to 4096 bytes of UTF-8, no NUL). A grouped allreduce
@@ -101,7 +106,12 @@ impl<'a> Options<'a> {
         let size = std::mem::size_of::<sys::hvd_op_args_t>();
         // hvd_op_args_init only fails for a NULL pointer or a size below the first fields.
         let status = unsafe { sys::hvd_op_args_init(args.as_mut_ptr(), size) };
-        assert_eq!(status, sys::HVD_SUCCESS, "hvd_op_args_init failed with {}", status);
+        assert_eq!(
+            status,
+            sys::HVD_SUCCESS,
+            "hvd_op_args_init failed with {}",
+            status
+        );
         let mut args = unsafe { args.assume_init() };
         args.process_set = self.process_set;
         args.prescale_factor = self.prescale;

@@ -26,7 +26,10 @@ unsafe impl<T: Send> Sync for SlotPtr<T> {}
 
 impl<T: Element> SlotPtr<T> {
     pub(crate) fn new() -> SlotPtr<T> {
-        let slot = OutputSlot { vec: UnsafeCell::new(Vec::new()), elements: UnsafeCell::new(0) };
+        let slot = OutputSlot {
+            vec: UnsafeCell::new(Vec::new()),
+            elements: UnsafeCell::new(0),
+        };
         SlotPtr(Box::into_raw(Box::new(slot)))
     }
 

@@ -14,8 +14,9 @@ impl Hvdc {
     /// Creates a set of these ranks. Collective over all ranks, members or not, each passing the
     /// same ranks; blocks until the set exists.
     pub fn process_set_create(&self, ranks: &[i32]) -> Result<ProcessSet<'_>> {
-        let count = i32::try_from(ranks.len())
-            .map_err(|_| Error::invalid_argument(format!("ranks: {} entries is too many", ranks.len())))?;
+        let count = i32::try_from(ranks.len()).map_err(|_| {
+            Error::invalid_argument(format!("ranks: {} entries is too many", ranks.len()))
+        })?;
         let mut id = 0;
         check(unsafe { sys::hvd_process_set_create(ranks.as_ptr(), count, &mut id) })?;
         Ok(ProcessSet { id, _hvdc: self })
@@ -61,7 +62,9 @@ impl<'h> ProcessSet<'h> {
     /// The members, ascending.
     pub fn ranks(&self) -> Result<Vec<i32>> {
         let id = self.id;
-        read_list(|ranks, capacity, count| unsafe { sys::hvd_process_set_ranks(id, ranks, capacity, count) })
+        read_list(|ranks, capacity, count| unsafe {
+            sys::hvd_process_set_ranks(id, ranks, capacity, count)
+        })
     }
 
     /// Removes the set; collective over all ranks like create.

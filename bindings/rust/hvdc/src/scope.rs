@@ -5,7 +5,9 @@
 use crate::context::Hvdc;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::handle::{self, Completion, Exchanged, Filled, FilledGroup, Gathered, Reached, RawHandle};
+use crate::handle::{
+    self, Completion, Exchanged, Filled, FilledGroup, Gathered, RawHandle, Reached,
+};
 use crate::options::{Options, ReduceOp};
 use crate::output_slot::SlotPtr;
 use crate::process_set::position;
@@ -44,7 +46,12 @@ impl Hvdc {
     where
         F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
     {
-        let scope = Scope { hvdc: self, live: Mutex::new(Vec::new()), scope: PhantomData, env: PhantomData };
+        let scope = Scope {
+            hvdc: self,
+            live: Mutex::new(Vec::new()),
+            scope: PhantomData,
+            env: PhantomData,
+        };
         let outcome = catch_unwind(AssertUnwindSafe(|| f(&scope)));
         let leftover = scope.finish_all();
         match outcome {
@@ -71,10 +78,18 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn adopt<C: Completion>(&'scope self, raw: RawHandle, completion: C) -> ScopedHandle<'scope, C> {
+    fn adopt<C: Completion>(
+        &'scope self,
+        raw: RawHandle,
+        completion: C,
+    ) -> ScopedHandle<'scope, C> {
         let id = raw.into_id();
         lock(&self.live).push(id);
-        ScopedHandle { id, live: &self.live, completion: Some(completion) }
+        ScopedHandle {
+            id,
+            live: &self.live,
+            completion: Some(completion),
+        }
     }
 
     /// The engine this scope belongs to.
@@ -91,7 +106,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         opts: &Options,
     ) -> Result<ScopedHandle<'scope, Filled<'scope, T>>> {
         submit::same_length("allreduce", input.len(), output.len())?;
-        let raw = unsafe { submit::allreduce(input.as_ptr(), output.as_mut_ptr(), input.len(), op, opts)? };
+        let raw = unsafe {
+            submit::allreduce(input.as_ptr(), output.as_mut_ptr(), input.len(), op, opts)?
+        };
         Ok(self.adopt(raw, Filled(output)))
     }
 
@@ -102,7 +119,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         op: ReduceOp,
         opts: &Options,
     ) -> Result<ScopedHandle<'scope, Filled<'scope, T>>> {
-        let raw = unsafe { submit::allreduce(data.as_ptr(), data.as_mut_ptr(), data.len(), op, opts)? };
+        let raw =
+            unsafe { submit::allreduce(data.as_ptr(), data.as_mut_ptr(), data.len(), op, opts)? };
         Ok(self.adopt(raw, Filled(data)))
     }
 
@@ -194,7 +212,11 @@ impl<'scope, C: Completion> ScopedHandle<'scope, C> {
     /// Blocks until the op ends; what it produced, or its error.
     pub fn wait(mut self) -> Result<C::Output> {
         let output = match handle::wait_id(self.id) {
-            Ok(()) => self.completion.take().expect("a handle completes once").finish(self.id),
+            Ok(()) => self
+                .completion
+                .take()
+                .expect("a handle completes once")
+                .finish(self.id),
             Err(e) => Err(e),
         };
         drop(self); // frees the id; an unused completion (and its output slot) goes after it

@@ -17,7 +17,10 @@ fn describe<T: Element>(data: *const T, shape: &[i64; 1]) -> sys::hvd_tensor_t {
         dtype: T::DTYPE,
         ndim: 1,
         shape: shape.as_ptr(),
-        device: sys::hvd_device_t { type_: sys::HVD_DEVICE_CPU, id: 0 },
+        device: sys::hvd_device_t {
+            type_: sys::HVD_DEVICE_CPU,
+            id: 0,
+        },
     }
 }
 
@@ -52,7 +55,16 @@ pub(crate) unsafe fn allreduce<T: Element>(
     let shape = dim(len);
     let tensor = describe(input, &shape);
     let (name, args) = (opts.c_name()?, opts.raw_args());
-    enqueue(|h| sys::hvd_allreduce_async(&tensor, output as *mut c_void, op.code(), name.as_ptr(), &args, h))
+    enqueue(|h| {
+        sys::hvd_allreduce_async(
+            &tensor,
+            output as *mut c_void,
+            op.code(),
+            name.as_ptr(),
+            &args,
+            h,
+        )
+    })
 }
 
 pub(crate) unsafe fn broadcast<T: Element>(
@@ -64,7 +76,16 @@ pub(crate) unsafe fn broadcast<T: Element>(
     let shape = dim(len);
     let tensor = describe(data, &shape);
     let (name, args) = (opts.c_name()?, opts.raw_args());
-    enqueue(|h| sys::hvd_broadcast_async(&tensor, data as *mut c_void, root_rank, name.as_ptr(), &args, h))
+    enqueue(|h| {
+        sys::hvd_broadcast_async(
+            &tensor,
+            data as *mut c_void,
+            root_rank,
+            name.as_ptr(),
+            &args,
+            h,
+        )
+    })
 }
 
 /// In place over every member.
@@ -74,22 +95,39 @@ pub(crate) unsafe fn grouped_allreduce<T: Element>(
     opts: &Options,
 ) -> Result<RawHandle> {
     let shapes: Vec<[i64; 1]> = members.iter().map(|m| dim(m.len())).collect();
-    let tensors: Vec<sys::hvd_tensor_t> =
-        members.iter().zip(&shapes).map(|(m, shape)| describe(m.as_ptr(), shape)).collect();
-    let outputs: Vec<*mut c_void> = members.iter_mut().map(|m| m.as_mut_ptr() as *mut c_void).collect();
+    let tensors: Vec<sys::hvd_tensor_t> = members
+        .iter()
+        .zip(&shapes)
+        .map(|(m, shape)| describe(m.as_ptr(), shape))
+        .collect();
+    let outputs: Vec<*mut c_void> = members
+        .iter_mut()
+        .map(|m| m.as_mut_ptr() as *mut c_void)
+        .collect();
     let names = opts.member_names(members.len())?;
-    let name_ptrs: Option<Vec<*const c_char>> =
-        names.as_ref().map(|names| names.iter().map(|n| n.as_ptr()).collect());
+    let name_ptrs: Option<Vec<*const c_char>> = names
+        .as_ref()
+        .map(|names| names.iter().map(|n| n.as_ptr()).collect());
     let names_arg = name_ptrs.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
     let args = opts.raw_args();
     enqueue(|h| {
         sys::hvd_grouped_allreduce_async(
-            tensors.as_ptr(), outputs.as_ptr(), members.len(), op.code(), names_arg, &args, h,
+            tensors.as_ptr(),
+            outputs.as_ptr(),
+            members.len(),
+            op.code(),
+            names_arg,
+            &args,
+            h,
         )
     })
 }
 
-pub(crate) unsafe fn allgather<T: Element>(input: &[T], slot: &SlotPtr<T>, opts: &Options) -> Result<RawHandle> {
+pub(crate) unsafe fn allgather<T: Element>(
+    input: &[T],
+    slot: &SlotPtr<T>,
+    opts: &Options,
+) -> Result<RawHandle> {
     let shape = dim(input.len());
     let tensor = describe(input.as_ptr(), &shape);
     let (name, mut args) = (opts.c_name()?, opts.raw_args());
@@ -132,7 +170,16 @@ pub(crate) unsafe fn reducescatter<T: Element>(
     let shape = dim(input.len());
     let tensor = describe(input.as_ptr(), &shape);
     let (name, args) = (opts.c_name()?, opts.raw_args());
-    enqueue(|h| sys::hvd_reducescatter_async(&tensor, output as *mut c_void, op.code(), name.as_ptr(), &args, h))
+    enqueue(|h| {
+        sys::hvd_reducescatter_async(
+            &tensor,
+            output as *mut c_void,
+            op.code(),
+            name.as_ptr(),
+            &args,
+            h,
+        )
+    })
 }
 
 /// The rows reducescatter leaves on the rank at `rank` of `ranks`: the first `total % ranks`

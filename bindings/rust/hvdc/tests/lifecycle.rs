@@ -30,17 +30,31 @@ fn config_settings_reach_the_engine() {
         .set_int(ConfigKey::LogLevel, 4)
         .unwrap();
     let hvdc = Hvdc::with_config(config).expect("init with a config");
-    assert_eq!((hvdc.rank(), hvdc.size(), hvdc.local_rank(), hvdc.local_size()), (0, 1, 0, 1));
+    assert_eq!(
+        (
+            hvdc.rank(),
+            hvdc.size(),
+            hvdc.local_rank(),
+            hvdc.local_size()
+        ),
+        (0, 1, 0, 1)
+    );
     assert_eq!((hvdc.cross_rank(), hvdc.cross_size()), (0, 1));
 }
 
 #[test]
 fn bad_config_values_are_reported_with_the_library_message() {
     let _lock = common::exclusive();
-    let err = Config::new().unwrap().set_int(ConfigKey::Hostname, 3).unwrap_err();
+    let err = Config::new()
+        .unwrap()
+        .set_int(ConfigKey::Hostname, 3)
+        .unwrap_err();
     assert!(err.code() < 0);
     assert!(!err.message().is_empty(), "{:?}", err);
-    let err = Config::new().unwrap().set_str(ConfigKey::Hostname, "a\0b").unwrap_err();
+    let err = Config::new()
+        .unwrap()
+        .set_str(ConfigKey::Hostname, "a\0b")
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("NUL"), "{}", err);
 }
@@ -49,16 +63,21 @@ fn bad_config_values_are_reported_with_the_library_message() {
 fn version_abi_and_features() {
     let _lock = common::exclusive();
     assert_eq!(hvdc::abi_version(), hvdc::sys::HVDC_ABI_VERSION);
-    assert!(hvdc::version_string().starts_with("0.1.0"), "{}", hvdc::version_string());
+    assert!(
+        hvdc::version_string().starts_with("0.1.0"),
+        "{}",
+        hvdc::version_string()
+    );
     assert!(hvdc::has_feature(hvdc::Feature::Ucx));
-    assert_eq!(hvdc::status_string(hvdc::sys::HVD_ERR_TIMEOUT).is_empty(), false);
+    assert!(!hvdc::status_string(hvdc::sys::HVD_ERR_TIMEOUT).is_empty());
 }
 
 #[test]
 fn calls_before_init_fail_with_not_initialized() {
     let _lock = common::exclusive();
     // Reaching the library needs the guard; through the raw API the status is the library's.
-    let status = unsafe { hvdc::sys::hvd_barrier_async(std::ptr::null(), std::ptr::null(), &mut 0) };
+    let status =
+        unsafe { hvdc::sys::hvd_barrier_async(std::ptr::null(), std::ptr::null(), &mut 0) };
     assert_eq!(status, hvdc::sys::HVD_ERR_NOT_INITIALIZED);
     assert_eq!(unsafe { hvdc::sys::hvd_rank() }, -1);
 }
@@ -77,10 +96,17 @@ fn log_callback_receives_lines_and_survives_a_panicking_sink() {
         }
     })
     .unwrap();
-    let config = Config::new().unwrap().set_int(ConfigKey::LogLevel, 0).unwrap();
+    let config = Config::new()
+        .unwrap()
+        .set_int(ConfigKey::LogLevel, 0)
+        .unwrap();
     let hvdc = Hvdc::with_config(config).expect("init with trace logging");
-    hvdc.barrier(&hvdc::Options::new()).expect("a barrier after a panicking log line");
+    hvdc.barrier(&hvdc::Options::new())
+        .expect("a barrier after a panicking log line");
     drop(hvdc);
     hvdc::clear_log_callback().unwrap();
-    assert!(lines.load(Ordering::SeqCst) > 0, "trace logging produced no line");
+    assert!(
+        lines.load(Ordering::SeqCst) > 0,
+        "trace logging produced no line"
+    );
 }

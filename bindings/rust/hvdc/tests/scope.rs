@@ -9,7 +9,9 @@ fn scope_waits_for_a_forgotten_handle_before_its_buffer_is_released() {
     let mut data = vec![1.0f32; 4 << 20];
     let mut forgotten_id = 0;
     hvdc.scope(|s| {
-        let handle = s.allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new().prescale(2.0)).unwrap();
+        let handle = s
+            .allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new().prescale(2.0))
+            .unwrap();
         forgotten_id = handle.id();
         std::mem::forget(handle);
     })
@@ -34,7 +36,11 @@ fn handles_give_back_their_outputs() {
     let rs_input = vec![0.5f64; 3];
     hvdc.scope(|s| -> hvdc::Result<()> {
         let reduce = s.allreduce(&input, &mut out, ReduceOp::Max, &Options::new())?;
-        let group = s.grouped_allreduce(vec![&mut g1[..], &mut g2[..]], ReduceOp::Sum, &Options::new())?;
+        let group = s.grouped_allreduce(
+            vec![&mut g1[..], &mut g2[..]],
+            ReduceOp::Sum,
+            &Options::new(),
+        )?;
         let gather = s.allgather(&input, &Options::new())?;
         let cast = s.broadcast(&mut bcast, 0, &Options::new())?;
         let exchange = s.alltoall(&input, None, &Options::new())?;
@@ -60,22 +66,33 @@ fn an_unwaited_failure_comes_back_from_the_scope() {
     let mut data = vec![1u8];
     let mut second = vec![1u8];
     let result = hvdc.scope(|s| {
-        let h = s.allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new().name("dup")).unwrap();
-        let err = s.allreduce_in_place(&mut second, ReduceOp::Sum, &Options::new().name("dup")).err();
+        let h = s
+            .allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new().name("dup"))
+            .unwrap();
+        let err = s
+            .allreduce_in_place(&mut second, ReduceOp::Sum, &Options::new().name("dup"))
+            .err();
         std::mem::forget(h);
         err.map(|e| e.kind())
     });
     // The duplicate is refused at submission (unless the first already finished); the scope
     // itself succeeds because the leaked op succeeded.
     let refused = result.unwrap();
-    assert!(refused.is_none() || refused == Some(ErrorKind::DuplicateName), "{:?}", refused);
+    assert!(
+        refused.is_none() || refused == Some(ErrorKind::DuplicateName),
+        "{:?}",
+        refused
+    );
 
     hvdc.abort("fail the pending ones").unwrap();
     let mut late = vec![0i32];
     let err = hvdc
         .scope(|s| std::mem::forget(s.barrier(&Options::new())))
         .err()
-        .or_else(|| hvdc.allreduce_in_place(&mut late, ReduceOp::Sum, &Options::new()).err())
+        .or_else(|| {
+            hvdc.allreduce_in_place(&mut late, ReduceOp::Sum, &Options::new())
+                .err()
+        })
         .expect("after abort some op fails");
     assert_eq!(err.kind(), ErrorKind::Aborted, "{}", err);
 }
@@ -86,7 +103,9 @@ fn a_panic_in_the_scope_still_waits_for_its_ops() {
     let mut data = vec![3i32; 1 << 20];
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         hvdc.scope(|s| {
-            let h = s.allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new().postscale(2.0)).unwrap();
+            let h = s
+                .allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new().postscale(2.0))
+                .unwrap();
             std::mem::forget(h);
             panic!("inside the scope");
         })
@@ -100,7 +119,9 @@ fn handles_move_to_other_threads() {
     let (_lock, hvdc) = common::start();
     let mut data = vec![5u16; 1000];
     hvdc.scope(|s| {
-        let handle = s.allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new()).unwrap();
+        let handle = s
+            .allreduce_in_place(&mut data, ReduceOp::Sum, &Options::new())
+            .unwrap();
         std::thread::scope(|threads| {
             threads.spawn(move || assert_eq!(handle.wait().unwrap()[0], 5));
         });

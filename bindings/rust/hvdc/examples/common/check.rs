@@ -12,7 +12,11 @@ pub struct Checker {
 
 impl Checker {
     pub fn new(rank: i32) -> Checker {
-        Checker { rank, passed: 0, failed: 0 }
+        Checker {
+            rank,
+            passed: 0,
+            failed: 0,
+        }
     }
 
     pub fn expect(&mut self, ok: bool, what: impl FnOnce() -> String) {
@@ -32,10 +36,20 @@ impl Checker {
     /// Ends the program: exit status 1 if any check failed.
     pub fn finish(self, program: &str, size: i32) -> ! {
         if self.failed > 0 {
-            eprintln!("rank {}: {} {} of {} checks failed at np {}", self.rank, program, self.failed, self.failed + self.passed, size);
+            eprintln!(
+                "rank {}: {} {} of {} checks failed at np {}",
+                self.rank,
+                program,
+                self.failed,
+                self.failed + self.passed,
+                size
+            );
             std::process::exit(1);
         }
-        println!("rank {}: {} {} checks passed at np {}", self.rank, program, self.passed, size);
+        println!(
+            "rank {}: {} {} checks passed at np {}",
+            self.rank, program, self.passed, size
+        );
         std::process::exit(0);
     }
 }
@@ -64,30 +78,37 @@ integer_sample!(u8, i8, u16, i16, i32, i64);
 impl Sample for f32 {
     const TOLERANCE: f64 = 1e-6;
     const INTEGER: bool = false;
-    fn from_i64(v: i64) -> Self { v as f32 }
-    fn to_f64(self) -> f64 { self as f64 }
+    fn from_i64(v: i64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
 }
 
 impl Sample for f64 {
     const TOLERANCE: f64 = 1e-12;
     const INTEGER: bool = false;
-    fn from_i64(v: i64) -> Self { v as f64 }
-    fn to_f64(self) -> f64 { self }
+    fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
 }
 
-impl Sample for F16 {
-    const TOLERANCE: f64 = 1e-3;
-    const INTEGER: bool = false;
-    fn from_i64(v: i64) -> Self { F16::from_f32(v as f32) }
-    fn to_f64(self) -> f64 { self.to_f32() as f64 }
+// The 16-bit floats, through their f32 conversions.
+macro_rules! half_sample {
+    ($($t:ident: $tolerance:expr),*) => {$(
+        impl Sample for $t {
+            const TOLERANCE: f64 = $tolerance;
+            const INTEGER: bool = false;
+            fn from_i64(v: i64) -> Self { $t::from_f32(v as f32) }
+            fn to_f64(self) -> f64 { self.to_f32() as f64 }
+        }
+    )*};
 }
-
-impl Sample for BF16 {
-    const TOLERANCE: f64 = 8e-3;
-    const INTEGER: bool = false;
-    fn from_i64(v: i64) -> Self { BF16::from_f32(v as f32) }
-    fn to_f64(self) -> f64 { self.to_f32() as f64 }
-}
+half_sample!(F16: 1e-3, BF16: 8e-3);
 
 /// Rank r's i-th value: a small positive integer (1..=11), exact in every element type.
 pub fn value(rank: i32, i: usize) -> i64 {

@@ -5,7 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 static ENGINE: Mutex<()> = Mutex::new(());
 
 pub fn exclusive() -> MutexGuard<'static, ()> {
-    ENGINE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    ENGINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub fn start() -> (MutexGuard<'static, ()>, hvdc::Hvdc) {
