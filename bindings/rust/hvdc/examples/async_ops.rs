@@ -213,6 +213,22 @@ fn mismatch(hvdc: &Hvdc, check: &mut Checker) {
             format!("message names the tensor: {}", e)
         });
     }
+    // The same inside a scope with the handle leaked: the scope reports it.
+    let mut leaked = vec![1u8; 2 + rank as usize];
+    let scoped = hvdc.scope(|s| {
+        let opts = Options::new().name("mismatched.leaked");
+        s.allreduce_in_place(&mut leaked, ReduceOp::Max, &opts)
+            .map(std::mem::forget)
+    });
+    let kind = match scoped {
+        Ok(submitted) => submitted.map(|_| ()).map_err(|e| e.kind()),
+        Err(e) => Err(e.kind()),
+    };
+    check.equal(
+        "mismatch of a leaked handle, from its scope",
+        kind,
+        Err(ErrorKind::Mismatch),
+    );
     let mut after = vec![1i32; 3];
     hvdc.allreduce_in_place(&mut after, ReduceOp::Sum, &Options::new().name("after"))
         .unwrap();

@@ -89,9 +89,8 @@ fn log_callback_receives_lines_and_survives_a_panicking_sink() {
     let _lock = common::exclusive();
     let lines = Arc::new(AtomicUsize::new(0));
     let seen = lines.clone();
-    hvdc::set_log_callback(move |_level, text| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        if text.contains("hvdc") || !text.is_empty() {
+    hvdc::set_log_callback(move |_level, _text| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("a sink that panics must not take the engine down");
         }
     })
