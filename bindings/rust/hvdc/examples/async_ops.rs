@@ -61,6 +61,8 @@ fn forgotten_handle_waits_for_a_late_peer(hvdc: &Hvdc, check: &mut Checker) {
     let (rank, size) = (hvdc.rank(), hvdc.size());
     let delay = Duration::from_millis(300);
     let mut data = vec![rank + 1; 1 << 16];
+    // Start together, so that rank 1's delay is what rank 0 waits for.
+    hvdc.barrier(&Options::new().name("late.start")).unwrap();
     let start = Instant::now();
     let scope = hvdc.scope(|s| {
         if rank == 1 {

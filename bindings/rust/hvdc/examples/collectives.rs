@@ -211,6 +211,46 @@ fn reducescatter(hvdc: &Hvdc, check: &mut Checker) {
     }
 }
 
+/// Rows of 3 elements: splits, allgather parts and reducescatter shares count rows.
+fn row_matrices(hvdc: &Hvdc, check: &mut Checker) {
+    let (rank, size) = (hvdc.rank(), hvdc.size());
+    let rows = Options::new().row_len(3);
+    // Reducescatter of 2 * size + 1 rows: rank 0 gets 3 rows, the others 2.
+    let total = 2 * size as usize + 1;
+    let input: Vec<i32> = (0..total * 3).map(|i| value(rank, i) as i32).collect();
+    let share = hvdc::reducescatter_rows(total, rank, size);
+    let first: usize = (0..rank)
+        .map(|r| hvdc::reducescatter_rows(total, r, size))
+        .sum();
+    let mut out = vec![0i32; share * 3];
+    hvdc.reducescatter(&input, &mut out, ReduceOp::Sum, &rows.name("rows.scatter"))
+        .unwrap();
+    let want: Vec<i32> = (first * 3..(first + share) * 3)
+        .map(|i| (0..size).map(|r| value(r, i) as i32).sum())
+        .collect();
+    check.equal("reducescatter of rows", out, want);
+    // Alltoall: one row to every rank, rows received counted per source.
+    let mine: Vec<i16> = (0..size * 3).map(|i| (rank * 100 + i) as i16).collect();
+    let got = hvdc
+        .alltoall(&mine, Some(&vec![1; size as usize]), &rows)
+        .unwrap();
+    let want: Vec<i16> = (0..size)
+        .flat_map(|s| (0..3).map(move |k| (s * 100 + rank * 3 + k) as i16))
+        .collect();
+    check.equal(
+        "alltoall of rows: splits",
+        got.received_splits,
+        vec![1; size as usize],
+    );
+    check.equal("alltoall of rows: data", got.data, want);
+    let err = hvdc.allgather(&[1u8; 4], &rows).unwrap_err();
+    check.equal(
+        "4 elements in rows of 3",
+        err.kind(),
+        hvdc::ErrorKind::InvalidArgument,
+    );
+}
+
 fn main() {
     let hvdc = Hvdc::init().expect("hvdc init");
     let mut check = Checker::new(hvdc.rank());
@@ -231,6 +271,7 @@ fn main() {
     broadcast(&hvdc, &mut check);
     alltoall(&hvdc, &mut check);
     reducescatter(&hvdc, &mut check);
+    row_matrices(&hvdc, &mut check);
     hvdc.barrier(&Options::new().name("end")).unwrap();
     let size = hvdc.size();
     drop(hvdc);

@@ -90,8 +90,8 @@ impl Hvdc {
         Exchanged { slot, ranks }.finish(raw.id())
     }
 
-    /// Reduces `input` and leaves this rank's share in `output`, which must have
-    /// `reducescatter_rows(input.len(), rank, size)` elements.
+    /// Reduces `input` and leaves this rank's share in `output`:
+    /// `reducescatter_rows(rows, rank, size)` rows (rows of `Options::row_len` elements).
     pub fn reducescatter<T: Element>(
         &self,
         input: &[T],

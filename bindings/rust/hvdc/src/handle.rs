@@ -144,6 +144,7 @@ impl Completion for Reached {
 /// it waits for the op; forgetting it leaks the vector, never frees memory the op still uses.
 /// It borrows the `Hvdc` guard, so the engine cannot be shut down under it.
 #[derive(Debug)]
+#[must_use = "dropping the handle waits for the op and discards the vector"]
 pub struct OwnedHandle<'h, T> {
     // Declared before `data`: it is freed (which waits for the op) before the vector is dropped.
     raw: RawHandle,

@@ -35,6 +35,7 @@ pub struct Options<'a> {
     process_set: i32,
     prescale: f64,
     postscale: f64,
+    row_len: usize,
 }
 
 impl Default for Options<'_> {
@@ -50,6 +51,7 @@ impl<'a> Options<'a> {
             process_set: 0,
             prescale: 1.0,
             postscale: 1.0,
+            row_len: 1,
         }
     }
 
@@ -76,6 +78,18 @@ impl<'a> Options<'a> {
     pub const fn postscale(mut self, factor: f64) -> Options<'a> {
         self.postscale = factor;
         self
+    }
+
+    /// Treats each slice as a row-major matrix with rows of `len` elements (default 1): then
+    /// allgather's parts, alltoall's splits and reducescatter's shares count rows, and every
+    /// slice's length must be a multiple of `len`.
+    pub const fn row_len(mut self, len: usize) -> Options<'a> {
+        self.row_len = len;
+        self
+    }
+
+    pub(crate) fn row_elements(&self) -> usize {
+        self.row_len
     }
 
     pub(crate) fn process_set_id(&self) -> i32 {

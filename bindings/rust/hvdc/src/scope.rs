@@ -171,8 +171,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         Ok(self.adopt(raw, Exchanged { slot, ranks }))
     }
 
-    /// Reduces `input` (same length on every rank) and leaves this rank's share in `output`,
-    /// which must have `reducescatter_rows(input.len(), rank, size)` elements.
+    /// Reduces `input` (same length on every rank) and leaves this rank's share in `output`:
+    /// `reducescatter_rows(rows, rank, size)` rows (rows of `Options::row_len` elements).
     pub fn reducescatter<T: Element>(
         &'scope self,
         input: &'scope [T],
@@ -198,13 +198,20 @@ pub(crate) fn check_share(input: usize, output: usize, opts: &Options) -> Result
     if rank < 0 {
         return Ok(()); // not a member: the library refuses the op with its own message
     }
-    let rows = submit::reducescatter_rows(input, rank, ranks);
-    if rows == output {
+    let rows = submit::Shape::of(input, opts)?.rows();
+    let share = submit::reducescatter_rows(rows, rank, ranks) * opts.row_elements();
+    if share == output {
         return Ok(());
     }
     Err(Error::invalid_argument(format!(
-        "reducescatter: output has {} elements but rank {} of {} gets {} of the input's {}",
-        output, rank, ranks, rows, input
+        "reducescatter: output has {} elements but rank {} of {} gets {} of the input's {} \
+         (rows of {})",
+        output,
+        rank,
+        ranks,
+        share,
+        input,
+        opts.row_elements()
     )))
 }
 

@@ -9,24 +9,51 @@ use crate::output_slot::SlotPtr;
 use hvdc_sys as sys;
 use std::os::raw::{c_char, c_void};
 
-/// A 1-D tensor descriptor over `len` elements (the shape lives in `shape`, which the library
-/// copies during the call).
-fn describe<T: Element>(data: *const T, shape: &[i64; 1]) -> sys::hvd_tensor_t {
+/// The shape of a slice: `[len]`, or `[len / row_len, row_len]` with `Options::row_len`.
+pub(crate) struct Shape {
+    dims: [i64; 2],
+    ndim: i32,
+}
+
+impl Shape {
+    pub(crate) fn of(len: usize, opts: &Options) -> Result<Shape> {
+        let row_len = opts.row_elements();
+        // A slice never holds more than isize::MAX bytes, so its length fits an i64.
+        if row_len == 1 {
+            return Ok(Shape {
+                dims: [len as i64, 1],
+                ndim: 1,
+            });
+        }
+        if row_len == 0 || len % row_len != 0 {
+            return Err(Error::invalid_argument(format!(
+                "a slice of {} elements is not made of rows of row_len {}",
+                len, row_len
+            )));
+        }
+        Ok(Shape {
+            dims: [(len / row_len) as i64, row_len as i64],
+            ndim: 2,
+        })
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.dims[0] as usize
+    }
+}
+
+/// A tensor descriptor; the library copies the shape during the call that takes it.
+fn describe<T: Element>(data: *const T, shape: &Shape) -> sys::hvd_tensor_t {
     sys::hvd_tensor_t {
         data: data as *mut c_void,
         dtype: T::DTYPE,
-        ndim: 1,
-        shape: shape.as_ptr(),
+        ndim: shape.ndim,
+        shape: shape.dims.as_ptr(),
         device: sys::hvd_device_t {
             type_: sys::HVD_DEVICE_CPU,
             id: 0,
         },
     }
-}
-
-fn dim(len: usize) -> [i64; 1] {
-    // A slice never holds more than isize::MAX bytes, so its length fits an i64.
-    [len as i64]
 }
 
 fn enqueue(call: impl FnOnce(*mut sys::hvd_handle_t) -> i32) -> Result<RawHandle> {
@@ -52,7 +79,7 @@ pub(crate) unsafe fn allreduce<T: Element>(
     op: ReduceOp,
     opts: &Options,
 ) -> Result<RawHandle> {
-    let shape = dim(len);
+    let shape = Shape::of(len, opts)?;
     let tensor = describe(input, &shape);
     let (name, args) = (opts.c_name()?, opts.raw_args());
     enqueue(|h| {
@@ -73,7 +100,7 @@ pub(crate) unsafe fn broadcast<T: Element>(
     root_rank: i32,
     opts: &Options,
 ) -> Result<RawHandle> {
-    let shape = dim(len);
+    let shape = Shape::of(len, opts)?;
     let tensor = describe(data, &shape);
     let (name, args) = (opts.c_name()?, opts.raw_args());
     enqueue(|h| {
@@ -94,7 +121,10 @@ pub(crate) unsafe fn grouped_allreduce<T: Element>(
     op: ReduceOp,
     opts: &Options,
 ) -> Result<RawHandle> {
-    let shapes: Vec<[i64; 1]> = members.iter().map(|m| dim(m.len())).collect();
+    let shapes = members
+        .iter()
+        .map(|m| Shape::of(m.len(), opts))
+        .collect::<Result<Vec<_>>>()?;
     let tensors: Vec<sys::hvd_tensor_t> = members
         .iter()
         .zip(&shapes)
@@ -128,7 +158,7 @@ pub(crate) unsafe fn allgather<T: Element>(
     slot: &SlotPtr<T>,
     opts: &Options,
 ) -> Result<RawHandle> {
-    let shape = dim(input.len());
+    let shape = Shape::of(input.len(), opts)?;
     let tensor = describe(input.as_ptr(), &shape);
     let (name, mut args) = (opts.c_name()?, opts.raw_args());
     slot.attach(&mut args);
@@ -152,7 +182,7 @@ pub(crate) unsafe fn alltoall<T: Element>(
             )));
         }
     }
-    let shape = dim(input.len());
+    let shape = Shape::of(input.len(), opts)?;
     let tensor = describe(input.as_ptr(), &shape);
     let splits_arg = splits.map_or(std::ptr::null(), |s| s.as_ptr());
     let (name, mut args) = (opts.c_name()?, opts.raw_args());
@@ -167,7 +197,7 @@ pub(crate) unsafe fn reducescatter<T: Element>(
     op: ReduceOp,
     opts: &Options,
 ) -> Result<RawHandle> {
-    let shape = dim(input.len());
+    let shape = Shape::of(input.len(), opts)?;
     let tensor = describe(input.as_ptr(), &shape);
     let (name, args) = (opts.c_name()?, opts.raw_args());
     enqueue(|h| {

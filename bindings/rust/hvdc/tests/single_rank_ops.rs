@@ -213,3 +213,28 @@ fn abort_fails_later_ops_with_aborted() {
     assert_eq!(err.kind(), ErrorKind::Aborted, "{}", err);
     assert!(err.message().contains("rust test"), "{}", err);
 }
+
+#[test]
+fn row_len_shapes_every_slice_into_rows() {
+    let (_lock, hvdc) = common::start();
+    let rows = Options::new().row_len(2);
+    let mut data = vec![1i32, 2, 3, 4];
+    hvdc.allreduce_in_place(&mut data, ReduceOp::Sum, &rows)
+        .unwrap();
+    assert_eq!(data, [1, 2, 3, 4]);
+    let exchanged = hvdc.alltoall(&[5u8, 6, 7, 8], Some(&[2]), &rows).unwrap();
+    assert_eq!(exchanged.received_splits, [2]); // rows, not elements
+    let err = hvdc
+        .allreduce_in_place(&mut [0i32; 3], ReduceOp::Sum, &rows)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.message().contains("3 elements") && err.message().contains("row_len 2"),
+        "{}",
+        err
+    );
+    let err = hvdc
+        .barrier(&Options::new())
+        .and_then(|_| hvdc.allgather(&[1u8], &Options::new().row_len(0)));
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
