@@ -109,3 +109,19 @@ fn log_callback_receives_lines_and_survives_a_panicking_sink() {
         "trace logging produced no line"
     );
 }
+
+#[test]
+fn thread_safety_follows_the_header() {
+    // Every call but init and shutdown may come from any thread: the guard, handles, process
+    // sets, configs and errors may move and be shared between threads.
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Hvdc>();
+    send_sync::<Config>();
+    send_sync::<hvdc::Error>();
+    send_sync::<hvdc::OwnedHandle<'static, f32>>();
+    send_sync::<hvdc::ProcessSet<'static>>();
+    send_sync::<hvdc::Scope<'static, 'static>>();
+    send_sync::<hvdc::ScopedHandle<'static, hvdc::Filled<'static, hvdc::F16>>>();
+    send_sync::<hvdc::ScopedHandle<'static, hvdc::Gathered<i64>>>();
+    send_sync::<hvdc::ScopedHandle<'static, hvdc::Exchanged<hvdc::Bool>>>();
+}
