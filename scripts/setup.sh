@@ -7,6 +7,8 @@ packages=(
   iproute2 util-linux
   # the example trainer: zlib for IDX files, the 8x8 digits that sklearn ships
   zlib1g-dev python3-sklearn
+  # tests/rust: Debian 12's own Rust (rustc 1.63, cargo), the oldest toolchain the binding supports
+  rustc cargo
   # scripts/fuzz.sh: clang++ and libclang_rt.fuzzer (in libclang-rt-14-dev, which clang only
   # recommends; libclang-rt-dev tracks the default clang's version)
   clang libclang-rt-dev
