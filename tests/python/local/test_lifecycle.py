@@ -1,0 +1,133 @@
+"""Loading, errors, handles, callbacks, logging and the engine's reports, on one rank."""
+import gc
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import hvdc
+from hvdc import _errors, _ffi, _handles
+
+
+def test_before_init():
+    assert not hvdc.is_initialized()
+    assert [hvdc.rank(), hvdc.size(), hvdc.local_rank(), hvdc.local_size(), hvdc.cross_rank(),
+            hvdc.cross_size()] == [-1] * 6
+    with pytest.raises(hvdc.HvdcNotInitializedError, match="not initialized"):
+        hvdc.allreduce(bytearray(1))
+    with pytest.raises(TypeError, match="init: unknown setting 'fusion'"):
+        hvdc.init(fusion=1)
+
+
+def test_every_status_maps_to_its_class_and_unknown_codes_to_the_base():
+    for code, cls in _errors.ERROR_CLASSES.items():
+        error = _errors.error_for(code, "detail")
+        assert type(error) is cls and error.code == code and "detail" in str(error)
+        assert isinstance(error, hvdc.HvdcError)
+    classes = [hvdc.HvdcInvalidArgumentError, hvdc.HvdcInvalidUsageError,
+               hvdc.HvdcNotInitializedError, hvdc.HvdcUnsupportedError, hvdc.HvdcSystemError,
+               hvdc.HvdcInternalError, hvdc.HvdcInvalidHandleError, hvdc.HvdcMismatchError,
+               hvdc.HvdcDuplicateNameError, hvdc.HvdcAbortedError, hvdc.HvdcTimeoutError,
+               hvdc.HvdcPeerFailureError, hvdc.HvdcShutDownError, hvdc.HvdcOutOfMemoryError,
+               hvdc.HvdcTransportError, hvdc.HvdcBootstrapError, hvdc.HvdcForkedError]
+    assert sorted(c.__name__ for c in classes) == sorted(_errors.ERROR_NAMES[:-1])
+    assert type(_errors.error_for(-999, "x")) is hvdc.HvdcError
+    assert hvdc.HvdcError(-999).code == -999
+
+
+def _python(code, **env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=60)
+
+
+def test_loading_reports_what_it_tried():
+    bad = _python("import hvdc", HVDC_LIBRARY="/nonexistent/libhvdc.so.0")
+    assert bad.returncode != 0 and "ImportError" in bad.stderr
+    assert "HVDC_LIBRARY: /nonexistent/libhvdc.so.0" in bad.stderr
+    good = _python("import hvdc; print(hvdc.library_path()[1], hvdc.__version__)")
+    assert good.stdout.split() == ["HVDC_LIBRARY", "0.1.0"], good.stderr
+
+
+def test_every_header_function_has_a_signature():
+    header = os.path.join(os.path.dirname(__file__), "../../../include/hvdc.h")
+    with open(header) as f:
+        text = f.read()
+    import re
+    declared = set(re.findall(r"HVDC_API[^;(]*?\b(hvd_\w+)\s*\(", text))
+    assert declared == set(_ffi.FUNCTIONS)
+
+
+@pytest.fixture
+def engine():
+    hvdc.init(bootstrap="singleton", log_level=2)
+    yield
+    hvdc.shutdown()
+
+
+def test_singleton_topology_and_reports(engine, tmp_path):
+    assert hvdc.is_initialized()
+    assert (hvdc.rank(), hvdc.size(), hvdc.local_rank(), hvdc.local_size()) == (0, 1, 0, 1)
+    assert (hvdc.cross_rank(), hvdc.cross_size()) == (0, 1)
+    assert hvdc.join() == 0
+    path = tmp_path / "timeline.json"
+    hvdc.start_timeline(str(path))
+    hvdc.allreduce(np.ones(3, np.float32), name="timeline.tensor")
+    hvdc.stop_timeline()
+    assert "timeline.tensor" in json.dumps(json.loads(path.read_text() or "[]"))
+    counters = hvdc.stats()
+    assert counters["tensors"] >= 1 and "fused_bytes" in counters
+    assert isinstance(hvdc.dump_pending(), str)
+
+
+def test_async_on_done_runs_on_the_callers_thread(engine):
+    seen = []
+    handle = hvdc.allreduce_async(np.full(2, 3.0), op=hvdc.Max,
+                                  on_done=lambda h: seen.append(threading.get_ident()))
+    assert isinstance(handle, hvdc.Handle)
+    while not hvdc.poll(handle):
+        pass
+    assert seen == [threading.get_ident()]
+    assert hvdc.synchronize(handle).tolist() == [3.0, 3.0]
+    assert seen == [threading.get_ident()]  # once
+
+
+def test_dropped_handle_is_freed_by_the_next_call_not_the_finalizer(engine):
+    tensor = np.arange(1000, dtype=np.float32)
+    hvdc.allreduce_async_(tensor, op=hvdc.Min, name="dropped")
+    gc.collect()
+    hvdc.barrier()
+    assert _handles.pending_frees() == 0
+    with pytest.raises(hvdc.HvdcInvalidHandleError):
+        _errors.call("hvd_wait", 123456789)
+
+
+def test_abort_fails_later_ops(engine):
+    hvdc.abort("test abort")
+    with pytest.raises(hvdc.HvdcAbortedError, match="test abort"):
+        hvdc.allreduce(np.ones(1))
+
+
+def test_log_lines_reach_the_hvdc_logger(caplog):
+    with caplog.at_level(logging.DEBUG, logger="hvdc"):
+        hvdc.init(bootstrap="singleton", log_level=1)
+        hvdc.shutdown()
+    assert caplog.records and all(r.name == "hvdc" for r in caplog.records)
+
+
+def test_shutdown_fails_pending_ops_and_init_works_again():
+    hvdc.init(bootstrap="singleton")
+    hvdc.shutdown()
+    assert not hvdc.is_initialized()
+    hvdc.init(bootstrap="singleton")
+    out = hvdc.grouped_allreduce([np.ones(2), array_of(3)], op=hvdc.Sum, name="g")
+    assert [o.tolist() for o in out] == [[1, 1], [3]]
+    hvdc.shutdown()
+
+
+def array_of(value):
+    return np.array([value], dtype=np.int32)
