@@ -49,6 +49,7 @@ def test_loading_reports_what_it_tried():
     bad = _python("import hvdc", HVDC_LIBRARY="/nonexistent/libhvdc.so.0")
     assert bad.returncode != 0 and "ImportError" in bad.stderr
     assert "HVDC_LIBRARY: /nonexistent/libhvdc.so.0" in bad.stderr
+    assert hvdc.library_path() == (os.environ["HVDC_LIBRARY"], "HVDC_LIBRARY")
     good = _python("import hvdc; print(hvdc.library_path()[1], hvdc.__version__)")
     assert good.stdout.split() == ["HVDC_LIBRARY", "0.1.0"], good.stderr
 
