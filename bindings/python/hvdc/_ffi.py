@@ -210,9 +210,19 @@ _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 
 
 def _package_candidates():
-    """Where a wheel puts the library: meson-python relocates libdir files into
-    .hvdc.mesonpy.libs beside the package; a hand-made layout may use hvdc/_lib."""
-    return [_PACKAGE_DIR / "_lib" / SONAME, _PACKAGE_DIR.parent / ".hvdc.mesonpy.libs" / SONAME]
+    """Where a wheel puts the library: meson-python relocates it into .hvdc.mesonpy.libs beside
+    the package, under its full versioned name (wheels hold no symlinks); a hand-made layout may
+    use hvdc/_lib."""
+    libs = _PACKAGE_DIR.parent / ".hvdc.mesonpy.libs"
+    return [_PACKAGE_DIR / "_lib" / SONAME] + sorted(libs.glob(SONAME + "*"))
+
+
+def _point_at_wheel_plugin():
+    """The wheel puts the MPI plugin at the top of site-packages, not beside the library where
+    libhvdc looks for it: name it through HVDC_MPI_PLUGIN unless the user already did."""
+    plugin = _PACKAGE_DIR.parent / "libhvdc_mpi.so"
+    if plugin.exists():
+        os.environ.setdefault("HVDC_MPI_PLUGIN", str(plugin))
 
 
 def _pkg_config_candidate():
@@ -264,6 +274,8 @@ def load():
             raise ImportError(
                 f"hvdc: {path} (from {where}) has ABI version {abi}, but this package needs "
                 f"{HVDC_ABI_VERSION}; set HVDC_LIBRARY to a matching libhvdc.so")
+        if where == "package":
+            _point_at_wheel_plugin()
         return lib, where, path
     raise ImportError("hvdc: cannot load libhvdc; tried:\n" + "\n".join(tried) +
                       "\nSet HVDC_LIBRARY to the library's full path.")
