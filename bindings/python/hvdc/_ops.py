@@ -57,16 +57,24 @@ def _output_of(like):
 
 
 def allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                    process_set=None, on_done=None):
+                    process_set=None, on_done=None, output=None):
+    """output=: an array to reduce into (an extension of Horovod's API: no allocation per call);
+    by default a new array of the input's kind."""
     _lifecycle.enter()
     args = _op_args(process_set, prescale_factor, postscale_factor)
     inp = export(tensor, "tensor")
-    output = _tensors.empty_like(tensor, inp)
     try:
+        if output is None:
+            output = _tensors.empty_like(tensor, inp)
         out = export(output, "output", writable=True)
     except Exception:
         inp.release()
         raise
+    if (out.tensor.dtype, out.nbytes) != (inp.tensor.dtype, inp.nbytes):
+        inp.release()
+        out.release()
+        raise ValueError(f"output: {out.nbytes} bytes of dtype {out.tensor.dtype}, but tensor "
+                         f"has {inp.nbytes} bytes of dtype {inp.tensor.dtype}")
     return _submit("hvd_allreduce_async",
                    [ctypes.byref(inp.tensor), out.tensor.data, op, _name(name), ctypes.byref(args)],
                    [inp, out], _returns(output), on_done, keep=(args,))
@@ -83,9 +91,9 @@ def allreduce_async_(tensor, name=None, op=Average, prescale_factor=1.0, postsca
 
 
 def allreduce(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-              process_set=None):
-    return allreduce_async(tensor, name, op, prescale_factor, postscale_factor,
-                           process_set).wait()
+              process_set=None, output=None):
+    return allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set,
+                           output=output).wait()
 
 
 def allreduce_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,

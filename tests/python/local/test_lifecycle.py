@@ -132,3 +132,16 @@ def test_shutdown_fails_pending_ops_and_init_works_again():
 
 def array_of(value):
     return np.array([value], dtype=np.int32)
+
+
+def test_abi_mismatch_is_refused(tmp_path):
+    """A library with every function but another ABI version: the import names both."""
+    source = tmp_path / "fake.c"
+    stubs = [f"void {name}(void) {{}}" for name in _ffi.FUNCTIONS if name != "hvd_abi_version"]
+    source.write_text("\n".join(stubs + ["int hvd_abi_version(void) { return 99; }"]) + "\n")
+    fake = tmp_path / "libfake.so"
+    compiled = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(fake), str(source)],
+                              capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    run = _python("import hvdc", HVDC_LIBRARY=str(fake))
+    assert f"{fake} (from HVDC_LIBRARY) has ABI version 99, but this package needs 0" in run.stderr

@@ -127,3 +127,13 @@ def test_alltoall_and_reducescatter_on_one_rank():
     out, splits = hvdc.alltoall(np.arange(3, dtype=np.int32), splits=[3])
     assert out.tolist() == [0, 1, 2] and splits == [3]
     assert hvdc.reducescatter(np.ones((2, 2), np.float32), op=hvdc.Sum).shape == (2, 2)
+
+
+def test_allreduce_into_a_given_output():
+    tensor, output = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    assert hvdc.allreduce(tensor, op=hvdc.Sum, output=output) is output
+    assert output.tolist() == [0, 1, 2, 3]
+    handle = hvdc.allreduce_async(array.array("f", [5]), output=memoryview(bytearray(4)).cast("f"))
+    assert hvdc.synchronize(handle).tolist() == [5]
+    with pytest.raises(ValueError, match="output: 16 bytes of dtype 8"):
+        hvdc.allreduce(tensor, output=np.zeros(2, np.float64))
