@@ -69,6 +69,12 @@ def test_wheel_from_the_repository_root(tmp_path):
     out = sh(str(bindir / "hvdcrun"), "-np", "2", str(bindir / "python"), EXAMPLE,
              env=clean_env(), cwd=tmp_path)
     assert ranks_output(out) == EXPECTED
+    if shutil.which("mpirun"):  # the MPI bootstrap through the wheel's plugin
+        out = sh("mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", "--tag-output",
+                 str(bindir / "python"), EXAMPLE, cwd=tmp_path,
+                 env=clean_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                               HVDC_LOG_LEVEL="info"))
+        assert ranks_output(out) == EXPECTED
 
 
 def test_pure_package_over_an_installed_library(tmp_path):
