@@ -92,6 +92,12 @@ def test_pure_package_over_an_installed_library(tmp_path):
     out = sh(os.environ["HVDCRUN"], "-np", "2", str(bindir / "python"), EXAMPLE, env=env,
              cwd=tmp_path)
     assert ranks_output(out) == EXPECTED
+    # pkg-config comes before the soname: a .pc file naming the build's library directory
+    (tmp_path / "hvdc.pc").write_text(f"libdir={libdir}\nName: hvdc\nDescription: test\n"
+                                      "Version: 0.1.0\nLibs: -L${libdir} -lhvdc\n")
+    where = sh(str(bindir / "python"), "-c", "import hvdc; print(*hvdc.library_path())",
+               env=clean_env(PKG_CONFIG_PATH=str(tmp_path)), cwd=tmp_path)
+    assert where.split() == [os.path.join(libdir, "libhvdc.so.0"), "pkg-config"]
     broken = subprocess.run([str(bindir / "python"), "-c", "import hvdc"], capture_output=True,
                             text=True, env=clean_env(), cwd=tmp_path)
     if broken.returncode == 0:
