@@ -83,11 +83,13 @@ def mpirun(np_, *cmd, env=None):
     return out.stdout
 
 
-def busbw_at(output, size):
+def busbw_at(output, size, np_):
+    """busbw (GB/s) of the row for `size`, from its time column: the printed busbw has too few
+    digits where the machine is slow."""
     for line in output.splitlines():
         fields = line.split()
-        if fields and fields[0] == str(size) and re.match(r"[\d.]+$", fields[3]):
-            return float(fields[3])
+        if len(fields) >= 5 and fields[0] == str(size) and re.match(r"[\d.]+$", fields[1]):
+            return size / float(fields[1]) / 1e3 * 2 * (np_ - 1) / np_
     sys.exit(f"no row for {size} B in:\n{output}")
 
 
@@ -103,14 +105,14 @@ def compare(args):
         c_out = mpirun(args.np, bench, *common, env=env)
         py_out = mpirun(args.np, sys.executable, os.path.abspath(__file__), "sweep", *common,
                         "--mode", args.mode, env=env)
-        c.append(busbw_at(c_out, size))
-        py.append(busbw_at(py_out, size))
-        print(f"run {run + 1}: hvdc_bench {c[-1]:.2f} GB/s, python {py[-1]:.2f} GB/s busbw",
+        c.append(busbw_at(c_out, size, args.np))
+        py.append(busbw_at(py_out, size, args.np))
+        print(f"run {run + 1}: hvdc_bench {c[-1]:.3f} GB/s, python {py[-1]:.3f} GB/s busbw",
               flush=True)
     c_med, py_med = statistics.median(c), statistics.median(py)
     print(f"# {size} B float32 allreduce, np {args.np}, python mode {args.mode}, median of "
           f"{args.runs}: hvdc_bench "
-          f"{c_med:.2f} GB/s, python {py_med:.2f} GB/s busbw, python/C = {py_med / c_med:.3f}")
+          f"{c_med:.3f} GB/s, python {py_med:.3f} GB/s busbw, python/C = {py_med / c_med:.3f}")
 
 
 def main():
