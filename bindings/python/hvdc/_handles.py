@@ -61,7 +61,7 @@ class Handle:
         self._completed = False
         self._result = None
         self._error = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # on_done may call synchronize on its own handle
 
     @property
     def id(self):

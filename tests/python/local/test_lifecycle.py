@@ -87,8 +87,12 @@ def test_singleton_topology_and_reports(engine, tmp_path):
 
 def test_async_on_done_runs_on_the_callers_thread(engine):
     seen = []
-    handle = hvdc.allreduce_async(np.full(2, 3.0), op=hvdc.Max,
-                                  on_done=lambda h: seen.append(threading.get_ident()))
+
+    def on_done(h):
+        seen.append(threading.get_ident())
+        assert hvdc.synchronize(h).tolist() == [3.0, 3.0]  # the result is ready here
+
+    handle = hvdc.allreduce_async(np.full(2, 3.0), op=hvdc.Max, on_done=on_done)
     assert isinstance(handle, hvdc.Handle)
     while not hvdc.poll(handle):
         pass
