@@ -7,6 +7,9 @@
 Launch with `hvdcrun -np 2 python3 script.py` (or mpirun, srun, torchrun).
 """
 from . import _ffi
+
+_ffi.load()  # before anything that calls the library
+
 from ._errors import (HvdcAbortedError, HvdcBootstrapError, HvdcDuplicateNameError, HvdcError,
                       HvdcForkedError, HvdcInternalError, HvdcInvalidArgumentError,
                       HvdcInvalidHandleError, HvdcInvalidUsageError, HvdcMismatchError,

@@ -1,7 +1,9 @@
 """The C ABI of libhvdc as ctypes: constants, structures, one signature table, and the loader.
 
 Everything here mirrors include/hvdc.h by name; tests/bindings checks values, arities and layouts
-against the header. Nothing here knows about arrays or Python-side lifetimes.
+against the header. Nothing here knows about arrays or Python-side lifetimes. The module imports
+nothing from the package and loads no library by itself (hvdc/__init__.py calls load()), so a
+checker can read it by path without a built library.
 """
 import ctypes
 import os
@@ -255,9 +257,20 @@ def _declare(lib):
         fn.argtypes = argtypes
 
 
+lib = None  # the loaded CDLL, after load()
+LIBRARY_SOURCE = LIBRARY_PATH = None
+
+
 def load():
-    """Loads the first library that opens, checks its ABI version and declares every signature.
-    Returns (lib, where, path)."""
+    """Loads the first library that opens, checks its ABI version, declares every signature and
+    sets `lib`, LIBRARY_SOURCE and LIBRARY_PATH. Later calls do nothing."""
+    global lib, LIBRARY_SOURCE, LIBRARY_PATH
+    if lib is None:
+        lib, LIBRARY_SOURCE, LIBRARY_PATH = _load_first()
+
+
+def _load_first():
+    """(lib, where, path) of the first candidate that opens and has the right ABI."""
     tried = []
     for where, path in _candidates():
         try:
@@ -280,5 +293,3 @@ def load():
     raise ImportError("hvdc: cannot load libhvdc; tried:\n" + "\n".join(tried) +
                       "\nSet HVDC_LIBRARY to the library's full path.")
 
-
-lib, LIBRARY_SOURCE, LIBRARY_PATH = load()
