@@ -181,3 +181,38 @@ def test_broadcast_helpers_barrier_and_join():
     assert obj == {"rank": n - 1, "text": "é" * (n - 1)}
     hvdc.barrier()
     assert hvdc.join() in range(n)
+
+
+def test_duplicate_name_in_flight_is_refused_locally():
+    rank, n = ranks()
+    if rank == 0:  # the other ranks submit "dup" only after the barrier: it stays in flight
+        first = hvdc.allreduce_async(np.ones(2), name="dup", op=hvdc.Sum)
+        with pytest.raises(hvdc.HvdcDuplicateNameError, match="dup"):
+            hvdc.allreduce_async(np.ones(2), name="dup")
+        hvdc.barrier()
+    else:
+        hvdc.barrier()
+        first = hvdc.allreduce_async(np.ones(2), name="dup", op=hvdc.Sum)
+    assert hvdc.synchronize(first).tolist() == [n, n]
+
+
+def test_submission_from_several_threads():
+    import threading
+    rank, n = ranks()
+    results, errors = {}, []
+
+    def worker(tid):
+        try:
+            handles = [hvdc.allreduce_async(np.full(3, float(tid + i)), name=f"thread.{tid}.{i}",
+                                            op=hvdc.Sum) for i in range(10)]
+            results[tid] = [hvdc.synchronize(h).tolist() for h in handles]
+        except Exception as exc:  # reported below, on the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert results == {t: [[n * float(t + i)] * 3 for i in range(10)] for t in range(4)}
