@@ -14,6 +14,11 @@
       --runs times each under mpirun, and prints both medians and their ratio. The binding
       passes numpy's memory to the library through DLPack, so it adds no copy: its busbw should
       be within 10% of the C benchmark's.
+  python_sweep.py interleave [--size BYTES] [-n ITERS] [-w WARMUP]
+      one rank; alternates, op by op, hvdc.allreduce(x, output=y) with the C calls hvdc_bench
+      makes (hvd_allreduce_async, hvd_wait, hvd_handle_free on the same buffers, through ctypes)
+      and prints each one's median time and their ratio: what the binding adds, measured so that
+      load from other processes falls on both alike.
 
 The module comes from bindings/python and the library from HVDC_LIBRARY (compare sets both
 from the build directory, default build/).
@@ -70,6 +75,52 @@ def sweep(args):
             print(f"{count * 4:>12} {slowest:>10.1f} {algbw:>8.2f} "
                   f"{algbw * 2 * (n - 1) / n:>8.2f} {wrong:>7}", flush=True)
         size *= args.factor
+    hvdc.shutdown()
+
+
+def interleave(args):
+    import ctypes
+
+    import numpy as np
+    import hvdc
+    from hvdc import _ffi
+
+    hvdc.init()
+    rank, n = hvdc.rank(), hvdc.size()
+    count = max(1, args.size // 4)
+    tensor, output = np.full(count, rank + 1, np.float32), np.empty(count, np.float32)
+    shape = (ctypes.c_int64 * 1)(count)
+    raw = _ffi.hvd_tensor_t(tensor.ctypes.data, _ffi.HVD_FLOAT32, 1, shape,
+                            _ffi.hvd_device_t(_ffi.HVD_DEVICE_CPU, 0))
+    handle = _ffi.hvd_handle_t()
+
+    def c_calls():
+        status = _ffi.lib.hvd_allreduce_async(ctypes.byref(raw), output.ctypes.data,
+                                              _ffi.HVD_OP_SUM, b"bench", None,
+                                              ctypes.byref(handle))
+        status = status or _ffi.lib.hvd_wait(handle)
+        _ffi.lib.hvd_handle_free(handle)
+        assert status == 0, _ffi.lib.hvd_last_error_message()
+
+    def binding():
+        hvdc.allreduce(tensor, op=hvdc.Sum, name="bench", output=output)
+
+    times = {"c": [], "python": []}
+    for i in range(args.warmup + args.iters):
+        for label, run in (("c", c_calls), ("python", binding)):
+            hvdc.barrier()
+            start = time.perf_counter()
+            run()
+            if i >= args.warmup:
+                times[label].append(time.perf_counter() - start)
+    wrong = int(np.count_nonzero(output != n * (n + 1) / 2))
+    c_med, py_med = statistics.median(times["c"]), statistics.median(times["python"])
+    if rank == 0:
+        bus = 2 * (n - 1) / n
+        print(f"# {count * 4} B float32 allreduce, {n} ranks, {args.iters} interleaved pairs: "
+              f"C calls {c_med * 1e6:.0f} us ({count * 4 / c_med / 1e9 * bus:.3f} GB/s busbw), "
+              f"hvdc.allreduce {py_med * 1e6:.0f} us ({count * 4 / py_med / 1e9 * bus:.3f} "
+              f"GB/s busbw), python/C busbw = {c_med / py_med:.3f}, #wrong {wrong}", flush=True)
     hvdc.shutdown()
 
 
@@ -134,8 +185,12 @@ def main():
     both.add_argument("--build", default=os.path.join(ROOT, "build"))
     both.add_argument("--hvdc-bench")
     both.add_argument("--mode", choices=["output", "new", "inplace"], default="output")
+    inter = sub.add_parser("interleave")
+    inter.add_argument("--size", type=parse_size, default=parse_size("64M"))
+    inter.add_argument("-n", dest="iters", type=int, default=20)
+    inter.add_argument("-w", dest="warmup", type=int, default=3)
     args = parser.parse_args()
-    sweep(args) if args.command == "sweep" else compare(args)
+    {"sweep": sweep, "compare": compare, "interleave": interleave}[args.command](args)
 
 
 if __name__ == "__main__":
