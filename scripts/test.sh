@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# the python suite's venv (numpy, pytest, meson-python, ...) from PyPI, created once
+scripts/python_env.sh >/dev/null
 scripts/build.sh
 status=0
 meson test -C build --print-errorlogs --num-processes 2 || status=$?
