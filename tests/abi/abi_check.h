@@ -18,8 +18,4 @@ void expect_at(hvd_status_t got, hvd_status_t want, const char* needle, int line
 #define EXPECT_OK(call) expect_at((call), HVD_SUCCESS, NULL, __LINE__, #call)
 #define EXPECT_ERR(call, want, needle) expect_at((call), (want), (needle), __LINE__, #call)
 
-/* c_consumer_ops.c: the collectives beyond allreduce, hvd_handle_output, process sets, statistics
- * and the timeline, as a single rank. */
-void test_gather_broadcast_barrier(void);
-
 #endif

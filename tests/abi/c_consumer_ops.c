@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "abi_check.h"
+#include "c_consumer.h"
 
 static void* allocate(void* user_data, const hvd_tensor_t* output, size_t bytes) {
   int* calls = (int*)user_data;

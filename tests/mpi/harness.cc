@@ -58,11 +58,15 @@ void record(Results& results, const std::string& name, bool ok, const std::strin
 }
 
 int finish(const Results& results, const char* suite) {
+  // Verdicts are agreed by every rank, so every rank sees the same counts. A suite in which no
+  // case ran (a filter or an early return that skipped them all) proves nothing: it fails.
+  const bool none_ran = results.passed + results.failed == 0;
   if (hvd_rank() <= 0) {
     std::printf("%s: %d passed, %d failed\n", suite, results.passed, results.failed);
+    if (none_ran) std::printf("%s: FAIL: no case ran\n", suite);
     std::fflush(stdout);
   }
-  return results.failed == 0 ? 0 : 1;
+  return results.failed == 0 && !none_ran ? 0 : 1;
 }
 
 hvd_tensor_t make_tensor(void* data, int32_t dtype, const std::vector<int64_t>& shape) {

@@ -21,7 +21,8 @@ void record(Results& results, const std::string& name, bool ok, const std::strin
 // MIN over ranks of an int64 (through hvdc itself); used for verdicts and result hashes.
 int64_t all_min(int64_t value, const std::string& name);
 int64_t all_max(int64_t value, const std::string& name);
-// Prints the closing line on rank 0; returns the process exit code.
+// Prints the closing line on rank 0; returns the process exit code: 1 when a case failed or when
+// no case ran at all.
 int finish(const Results& results, const char* suite);
 
 // Reduces `count` float32 elements of `value` under `name` with `op`; *out holds the result.

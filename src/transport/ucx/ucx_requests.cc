@@ -1,0 +1,177 @@
+// The UCX transport's data requests: posting them, and waiting for them with a spin, then a sleep
+// on the worker, bounded by the progress timeout (HVDC_TIMEOUT).
+#include "hvdc_config.h"
+
+#if HVDC_HAVE_UCX
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/ucx/ucx_transport_impl.h"
+
+namespace hvdc::transport::ucx {
+
+using common::make_error;
+
+namespace {
+
+size_t incomplete(const Request* reqs, size_t count) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i) n += reqs[i].impl != nullptr ? 1 : 0;
+  return n;
+}
+
+// The peers of the requests not yet complete, ascending, once each.
+std::vector<int> peers_of(const Request* reqs, size_t count) {
+  std::vector<int> peers;
+  for (size_t i = 0; i < count; ++i) {
+    if (reqs[i].impl != nullptr) peers.push_back(reqs[i].peer);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
+// "receive from rank 1, send to rank 2": what a stuck wait still waits for.
+std::string describe_waiting(const Request* reqs, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count && out.size() < 200; ++i) {
+    if (reqs[i].impl == nullptr) continue;
+    bool listed = false;  // several segments to or from one peer: one mention
+    for (size_t j = 0; j < i && !listed; ++j) {
+      listed = reqs[j].impl != nullptr && reqs[j].peer == reqs[i].peer &&
+               reqs[j].is_recv == reqs[i].is_recv;
+    }
+    if (listed) continue;
+    out += common::strfmt("%s%s rank %d", out.empty() ? "" : ", ",
+                          reqs[i].is_recv ? "receive from" : "send to", reqs[i].peer);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
+  HVDC_RETURN_IF_ERROR(check_usable(peer));
+  ucp_request_param_t param = {};
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &param);
+  if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(sp));
+  *req = Request{sp, peer, false};
+  if (sp != nullptr) posted_.emplace(sp, Posted{false, peer});
+  return Status::ok();
+}
+
+Status UcxTransport::irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) {
+  HVDC_RETURN_IF_ERROR(check_usable(peer));
+  ucp_request_param_t param = {};
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag{0}, &param);
+  if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_recv_nbx", UCS_PTR_STATUS(sp));
+  *req = Request{sp, peer, true};
+  if (sp != nullptr) posted_.emplace(sp, Posted{true, peer});
+  return Status::ok();
+}
+
+Status UcxTransport::reap(Request* reqs, size_t count, bool* all_done) {
+  Status failure;
+  *all_done = true;
+  for (size_t i = 0; i < count; ++i) {
+    Request& r = reqs[i];
+    if (r.impl == nullptr) continue;
+    ucs_status_t st = ucp_request_check_status(r.impl);
+    if (st == UCS_INPROGRESS) {
+      // Receives are posted on the worker, so a dead sender never fails them: check its endpoint.
+      if (r.is_recv && peer_status_[r.peer] != UCS_OK && failure.is_ok()) {
+        failure = peer_failure(r.peer);
+      }
+      *all_done = false;
+      continue;
+    }
+    release(r.impl);
+    r.impl = nullptr;
+    if (st != UCS_OK && failure.is_ok()) {
+      failure =
+          peer_status_[r.peer] != UCS_OK
+              ? peer_failure(r.peer)
+              : make_error(HVD_ERR_TRANSPORT, "%s rank %d failed: %s",
+                           r.is_recv ? "receive from" : "send to", r.peer, ucs_status_string(st));
+    }
+  }
+  return failure;
+}
+
+Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
+  // Waits nest (an interrupt may receive a control message): restore the outer one after.
+  const Request* outer_reqs = wait_reqs_;
+  const size_t outer_count = wait_count_;
+  wait_reqs_ = reqs;
+  wait_count_ = count;
+  Status st = wait_for(reqs, count, interrupt);
+  wait_reqs_ = outer_reqs;
+  wait_count_ = outer_count;
+  return st;
+}
+
+std::vector<int> UcxTransport::waited_peers() const {
+  return wait_reqs_ != nullptr ? peers_of(wait_reqs_, wait_count_) : stalled_peers_;
+}
+
+Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& interrupt) {
+  const auto spin = std::chrono::microseconds(options_.spin_micros);
+  auto spin_until = Clock::now() + spin;
+  auto last_moved = Clock::now();
+  size_t left = incomplete(reqs, count);
+  for (;;) {
+    bool all_done = false;
+    Status st = reap(reqs, count, &all_done);
+    if (st.is_ok() && all_done) return st;
+    // Only a waited request that completes counts as movement for HVDC_TIMEOUT: worker events
+    // do not, since live peers' keepalives arrive every second while a stopped peer holds us up.
+    const size_t now_left = incomplete(reqs, count);
+    if (st.is_ok() && now_left != left) {
+      left = now_left;
+      last_moved = spin_until = Clock::now();
+      spin_until += spin;
+      continue;
+    }
+    const bool events = st.is_ok() && progress() > 0;
+    if (events) spin_until = Clock::now() + spin;
+    if (st.is_ok() && stalled_since(last_moved)) st = stall_error(reqs, count);
+    if (st.is_ok() && events) continue;
+    // Only once nothing moves and every completion was collected: a peer's notice that arrived
+    // after its last data must not fail an op that data completes.
+    if (st.is_ok() && interrupt) st = interrupt();
+    // A peer that closed its connection after an earlier failure sent its notice first: that
+    // notice names the cause, which the closed connection does not.
+    if (st.code() == HVD_ERR_PEER_FAILURE && interrupt) {
+      Status cause = interrupt();
+      if (!cause.is_ok()) st = cause;
+    }
+    if (!st.is_ok()) {
+      abandon(reqs, count);
+      return st;
+    }
+    if (Clock::now() > spin_until) sleep(-1, 1);
+  }
+}
+
+// The engine names the cause once the stalled ranks have compared whom they wait for.
+Status UcxTransport::stall_error(const Request* reqs, size_t count) {
+  stalled_peers_ = peers_of(reqs, count);
+  return make_error(HVD_ERR_TIMEOUT, "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to %s",
+                    options_.rank, options_.progress_timeout_seconds,
+                    describe_waiting(reqs, count).c_str());
+}
+
+bool UcxTransport::stalled_since(Clock::time_point last_moved) const {
+  if (options_.progress_timeout_seconds <= 0) return false;
+  return Clock::now() - last_moved >
+         std::chrono::duration<double>(options_.progress_timeout_seconds);
+}
+
+}  // namespace hvdc::transport::ucx
+
+#endif  // HVDC_HAVE_UCX
