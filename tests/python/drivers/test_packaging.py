@@ -7,6 +7,7 @@ The wheels are built with this venv's meson-python (no build isolation, no downl
 wheel's meson build directory is kept in build-wheel/ so that a second run only relinks."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,8 +53,9 @@ def fresh_venv(path, wheel):
 
 
 def ranks_output(stdout):
-    lines = [line.split(":", 1)[1] for line in stdout.splitlines() if "<stdout>:" in line]
-    return sorted(lines)
+    # The ranks' lines, wherever the launcher's tags ("[1,0]<stdout>:") fall: mpirun may forward
+    # a line's text and its newline in two pieces and tag each one.
+    return sorted(re.findall(r"rank \d+ of \d+: \[[^\]]*\]", stdout))
 
 
 def test_wheel_from_the_repository_root(tmp_path):
