@@ -192,6 +192,8 @@ class Engine {
   const Response* executing_response_ = nullptr;  // and the collective
   TensorQueue queue_;
   std::deque<Response> responses_;  // agreed, not yet executed (engine thread only)
+  // Requests for sets not created here yet, by set id and sender (engine thread only).
+  std::map<int32_t, std::map<int, RequestList>> early_requests_;
   std::vector<char> scratch_;
   std::vector<char> staging_;
   std::vector<char> reduce_work_;  // reducescatter's accumulation copy

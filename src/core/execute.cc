@@ -40,11 +40,14 @@ void Engine::execute_one(Response response) {
   if (set == nullptr) return;
   ++set->op_seq;
   std::vector<TensorEntry> entries;
+  // A rank that has joined contributes zeros to set 0's allreduces it did not submit.
+  const bool joined_allreduce =
+      self_joined_ && response.process_set == 0 && response.op_type == OpType::kAllreduce;
   for (const std::string& name : response.names) {
     TensorEntry entry;
     if (queue_.take(response.process_set, name, &entry)) {
       entries.push_back(std::move(entry));
-    } else if (response.kind != ResponseKind::kError) {
+    } else if (response.kind != ResponseKind::kError && !joined_allreduce) {
       HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
     }
   }

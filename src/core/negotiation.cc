@@ -96,11 +96,17 @@ bool Engine::coordinate() {
   return busy;
 }
 
-// Requests of a set this rank coordinates. One for a set destroyed meanwhile is dropped: the
-// destruction already failed it on its rank.
+// Requests of a set this rank coordinates. A member that ran the set's creation first may
+// submit on it before the creation runs here: such a request waits for it (ids are never
+// reused, so an id not created yet is such a set). One for a set destroyed meanwhile is
+// dropped: the destruction already failed it on its rank.
 void Engine::add_remote_requests(int from, RequestList list) {
   for (Request& r : list.requests) {
     SetState* set = member_set(r.process_set);
+    if (set == nullptr && !process_sets_->ever_created(r.process_set)) {
+      early_requests_[r.process_set][from].requests.push_back(std::move(r));
+      continue;
+    }
     if (set == nullptr || !set->controller) continue;
     const auto& ranks = set->info.ranks;
     auto it = std::lower_bound(ranks.begin(), ranks.end(), from);

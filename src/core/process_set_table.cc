@@ -165,4 +165,9 @@ std::vector<int32_t> ProcessSetTable::ids() const {
   return out;
 }
 
+bool ProcessSetTable::ever_created(int32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return id < next_id_;
+}
+
 }  // namespace hvdc::core

@@ -54,6 +54,8 @@ class ProcessSetTable {
   // there is none.
   std::shared_ptr<const ProcessSetInfo> lookup(int32_t id) const;
   std::vector<int32_t> ids() const;
+  // Whether a set with this id was created, destroyed since or not (ids are never reused).
+  bool ever_created(int32_t id) const;
 
  private:
   ProcessSetInfo make_info(int32_t id, const std::vector<int>& ranks, uint32_t context) const;

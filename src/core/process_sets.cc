@@ -71,6 +71,11 @@ Status Engine::create_process_set(const Response& response, std::vector<TensorEn
   ProcessSetInfo info;
   HVDC_RETURN_IF_ERROR(process_sets_->add(ranks, &info));
   add_set_state(info);
+  auto early = early_requests_.find(info.id);  // members that created it sooner submitted
+  if (early != early_requests_.end()) {
+    for (auto& [from, list] : early->second) add_remote_requests(from, std::move(list));
+    early_requests_.erase(early);
+  }
   for (TensorEntry& entry : entries) entry.state->set_result_value(info.id);
   HVDC_LOG_DEBUG("created %s", describe_process_set(info.id, info.ranks).c_str());
   return Status::ok();

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     test_allgather(results);
     test_error_matrix(results);
     test_process_sets(results);
+    test_set_use_at_creation(results);
     const int rc = finish(results, "engine");
     return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
   }

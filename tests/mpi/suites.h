@@ -36,6 +36,7 @@ void test_cache_invalidation(Results& results);
 void test_split_ops(Results& results);
 void test_join(Results& results);
 void test_process_sets(Results& results);
+void test_set_use_at_creation(Results& results);
 // Separate processes: each ends the engine's work.
 int run_abort_suite();
 int run_reinit_suite();

@@ -225,6 +225,22 @@ TEST(ProcessSetTable, RemoveFreesTheContextButNotTheId) {
   EXPECT_EQ(c.context, 1u);
 }
 
+// What tells a request for a set not created yet (it waits) from one for a destroyed set.
+TEST(ProcessSetTable, EverCreatedCountsDestroyedSetsButNotFutureOnes) {
+  ProcessSetTable table(4, 0);
+  EXPECT_TRUE(table.ever_created(0));
+  EXPECT_FALSE(table.ever_created(1));
+  ProcessSetInfo a, b;
+  ASSERT_TRUE(table.add({0, 2}, &a).is_ok());
+  ASSERT_TRUE(table.add({1, 3}, &b).is_ok());
+  ASSERT_TRUE(table.remove(a.id).is_ok());
+  EXPECT_TRUE(table.ever_created(a.id));
+  EXPECT_TRUE(table.ever_created(b.id));
+  EXPECT_FALSE(table.ever_created(b.id + 1));
+  ASSERT_FALSE(table.add({1, 3}, &a).is_ok());  // a failed add uses no id
+  EXPECT_FALSE(table.ever_created(b.id + 1));
+}
+
 TEST(ProcessSetTable, RemoveRejectsSetZeroAndUnknownIds) {
   ProcessSetTable table(4, 0);
   EXPECT_EQ(table.remove(0).code(), HVD_ERR_INVALID_ARGUMENT);
