@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Multi-rank checks of hvdc-train: one case per call, launched through hvdcrun (or mpirun).
+"""Multi-rank checks of hvdc-train and of its Python twin examples/python/train.py: one case per
+call, launched through hvdcrun (or mpirun).
 
-usage: run_trainer.py CASE HVDC_TRAIN LAUNCHER   (LAUNCHER: hvdcrun, or mpirun for *-mpirun)
+usage: run_trainer.py CASE TRAINER LAUNCHER   (LAUNCHER: hvdcrun, or mpirun for *-mpirun)
+TRAINER is hvdc-train, or train.py for the python-* cases: it then runs under this interpreter
+(run_python_trainer.sh starts this script in the venv that has numpy, with the hvdc package on
+PYTHONPATH and HVDC_LIBRARY set).
 
 Each case starts the trainer with small settings, reads the ranks' tagged output and checks what
 the issue asks: accuracy on the digits, identical parameters on every rank, np 2 against np 1,
@@ -38,14 +42,14 @@ class Run:
 
 
 def launch(launcher, train, np, args, timeout=240, keep_going=False):
-    """Runs train on np ranks through hvdcrun, or through Open MPI's mpirun when launcher is
-    mpirun (both tag each line with [1,rank]<stdout|stderr>:)."""
+    """Runs train (a command, as a list) on np ranks through hvdcrun, or through Open MPI's
+    mpirun when launcher is mpirun (both tag each line with [1,rank]<stdout|stderr>:)."""
     if os.path.basename(launcher) == "mpirun":
         options = ["--oversubscribe", "--bind-to", "none", "--tag-output"]
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     else:
         options = ["--keep-going"] if keep_going else []
-    command = [launcher, "-np", str(np)] + options + [train] + args
+    command = [launcher, "-np", str(np)] + options + train + args
     print("$", " ".join(command), flush=True)
     start = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -217,6 +221,11 @@ def case_idx(tools):
     expect(accuracy >= 0.9, f"final test accuracy {accuracy} < 0.9 on a separable set", run)
 
 
+def program_name(tools):
+    """What the trainer calls itself at the start of its error lines."""
+    return os.path.basename(tools[1][-1])
+
+
 def case_failure(tools):
     """Rank 1 exits mid-epoch; ranks 0 and 2 must each report the failure and exit non-zero
     within 10 s, on their own (hvdcrun --keep-going does not stop them)."""
@@ -226,7 +235,7 @@ def case_failure(tools):
     expect(run.status not in (0, None) and failed, "rank 1 did not fail as asked", run)
     for survivor in (0, 2):
         reports = [(l, t) for r, k, l, t in run.lines if r == survivor and k == "stderr"
-                   and l.startswith(f"hvdc-train: rank {survivor} ")]
+                   and l.startswith(f"{program_name(tools)}: rank {survivor} ")]
         expect(reports, f"rank {survivor} printed no reason", run)
         line, when = reports[0]
         print(f"rank {survivor} after {when - failed[0]:.2f} s: {line}")
@@ -237,7 +246,9 @@ def case_failure(tools):
 
 def main():
     case, train, launcher = sys.argv[1:4]
-    tools = (launcher, train)
+    if case.startswith("python-") != train.endswith(".py"):
+        fail(f"case {case} does not go with the trainer {train}")
+    tools = (launcher, [sys.executable, train] if train.endswith(".py") else [train])
     cases = {
         "digits-mlp-np1": lambda: case_accuracy(tools, 1, []),
         "digits-mlp-np2": lambda: case_accuracy(tools, 2, []),
@@ -251,6 +262,14 @@ def main():
         "uneven-shards-np3": lambda: case_uneven(tools),
         "checkpoint-resume-np2": lambda: case_resume(tools),
         "rank-failure-np3": lambda: case_failure(tools),
+        # The Python twin: the same checks, on its default flags.
+        "python-digits-mlp-np2": lambda: case_accuracy(tools, 2, []),
+        "python-digits-cnn-np2": lambda: case_accuracy(tools, 2, ["--model", "cnn"], epochs=8),
+        "python-idx-np2": lambda: case_idx(tools),
+        "python-equivalence-np2-np1": lambda: case_equivalence(tools),
+        "python-uneven-shards-np3": lambda: case_uneven(tools),
+        "python-checkpoint-resume-np2": lambda: case_resume(tools),
+        "python-rank-failure-np3": lambda: case_failure(tools),
     }
     if case not in cases:
         fail(f"unknown case {case!r}; known: {', '.join(cases)}")
