@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -402,6 +403,22 @@ TEST_P(ThreadEnginesTest, JoinedRankContributesZeros) {
   }
   EXPECT_GE(last[0], 0);
   EXPECT_LT(last[0], joiner);
+}
+
+// Idle engines sleep until the loopback transport wakes them: over half a second, eight of them
+// ask it for progress a few times each (their sleeps are bounded at 100 ms). An engine thread
+// that polled would ask thousands of times, however loaded the machine.
+TEST(ThreadEnginesIdle, IdleEnginesSleep) {
+  std::unique_ptr<ThreadEngines> job;
+  hvdc::core::EngineConfig config;
+  config.hostname = "thread-engines";
+  ASSERT_TRUE(ThreadEngines::start(8, config, &job).is_ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // past start-up
+  const uint64_t before = job->fabric().progress_calls();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const uint64_t calls = job->fabric().progress_calls() - before;
+  EXPECT_LT(calls, 8u * 20) << "8 idle engines asked for progress " << calls << " times in 0.5 s";
+  EXPECT_TRUE(all_ok(job->shutdown()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ThreadEnginesTest, ::testing::Range(2, 9),

@@ -53,12 +53,16 @@ class LoopbackFabric : public std::enable_shared_from_this<LoopbackFabric> {
   void fail(int rank);
 
   FabricCounts counts() const;
+  // How often the transports were asked for progress: an engine that sleeps when idle asks a
+  // few times a second, one that polls asks thousands of times.
+  uint64_t progress_calls() const { return progress_calls_.load(std::memory_order_relaxed); }
   void reset_counters();
 
   // For the transports.
   Mailbox& mailbox(int rank) { return *mailboxes_[rank]; }
   // Sends now, later (delay) or never (drop, or a closed mailbox); counted either way.
   void send(int from, int to, Tag tag, const void* data, size_t bytes);
+  void count_progress_call() { progress_calls_.fetch_add(1, std::memory_order_relaxed); }
   // The first failed peer as `rank` sees it, or -1.
   int first_failed_peer(int rank) const;
   bool link_failed(int rank, int peer) const;
@@ -86,6 +90,7 @@ class LoopbackFabric : public std::enable_shared_from_this<LoopbackFabric> {
   std::atomic<bool> any_failed_{false};
   std::array<std::atomic<uint64_t>, 16> messages_{};
   std::array<std::atomic<uint64_t>, 16> bytes_{};
+  std::atomic<uint64_t> progress_calls_{0};
 
   // The courier delivers delayed messages when they are due; started by the first one.
   std::mutex courier_mutex_;
