@@ -66,7 +66,7 @@ Status Engine::connect() {
   HVDC_RETURN_IF_ERROR(start_timeline_everywhere());
   HVDC_RETURN_IF_ERROR(add_static_process_sets());
   if (size == 1) return Status::ok();  // a single rank needs no transport
-  transport::UcxOptions options;
+  transport::TransportOptions options;
   options.rank = rank;
   options.size = size;
   options.spin_micros = config_.spin_micros;
@@ -74,7 +74,9 @@ Status Engine::connect() {
   auto exchange = [this](const std::string& mine, std::vector<std::string>* all) {
     return bootstrap::allgather_strings(*bootstrap_, mine, all);
   };
-  HVDC_RETURN_IF_ERROR(transport::create_ucx_transport(options, exchange, &transport_)
+  const transport::TransportFactory& create =
+      config_.transport_factory ? config_.transport_factory : transport::create_ucx_transport;
+  HVDC_RETURN_IF_ERROR(create(options, exchange, &transport_)
                            .with_context(common::strfmt("connecting rank %d of %d", rank, size)));
   return bootstrap_->barrier();
 }

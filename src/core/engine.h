@@ -23,6 +23,7 @@
 #include "core/timeline.h"
 #include "core/topology.h"
 #include "ops/cpu/comm.h"
+#include "transport/factory.h"
 #include "transport/transport.h"
 
 namespace hvdc::core {
@@ -41,6 +42,8 @@ struct EngineConfig {
   bool timeline_mark_cycles = false;
   std::string process_sets;  // static sets, "0,2;1,3" (HVDC_PROCESS_SETS)
   int timeout_seconds = 60;  // no progress this long in a round or a collective fails; 0: never
+  // Connects the ranks; empty: UCX (production). Tests inject the in-process loopback.
+  transport::TransportFactory transport_factory;
 };
 
 // Counters since init; read from any thread.
