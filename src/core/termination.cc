@@ -130,9 +130,10 @@ bool Engine::finish_peer_shutdown() {
 }
 
 Status Engine::interrupt_check() {
-  poll_dump_request();  // a hang report is most wanted while a collective waits
+  // A hang report is most wanted while a collective waits.
+  hang_reports_.poll([this] { return describe_pending(); });
   poll_terminate();
-  poll_stall_reports();
+  if (stalls_) stalls_->poll();
   check_peer_connections();
   handle_abort_request();
   // op_seq counts the running collective: it can finish if the peer finished it.
