@@ -44,7 +44,6 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
 Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config)
     : config_(config),
       bootstrap_(std::move(bootstrap)),
-      executor_(backends_for(config)),
       tracer_(config.timeline_mark_cycles),
       hang_reports_(config.stall_check_seconds, [this] { queue_.wake(); }) {}
 
@@ -74,13 +73,14 @@ Status Engine::connect() {
   std::vector<std::string> hosts;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
   topology_ = compute_topology(rank, hosts);
-  process_sets_ = std::make_unique<ProcessSetTable>(size, rank);
-  ProcessSetInfo global;
-  HVDC_RETURN_IF_ERROR(process_sets_->find(0, &global));
-  add_set_state(global);
-  if (rank == 0) sets_[0]->controller->set_timeline(tracer_.open_timeline());
+  MemberSetsConfig sets;
+  sets.cache_capacity = config_.cache_capacity;
+  sets.stall_check_seconds = config_.stall_check_seconds;
+  sets.stall_shutdown_seconds = config_.stall_shutdown_seconds;
+  sets_ = std::make_unique<MemberSets>(size, rank, sets);
+  if (rank == 0) sets_->member(0)->controller->set_timeline(tracer_.open_timeline());
   HVDC_RETURN_IF_ERROR(start_timeline_everywhere());
-  HVDC_RETURN_IF_ERROR(add_static_process_sets());
+  HVDC_RETURN_IF_ERROR(sets_->add_static(config_.process_sets, *bootstrap_));
   if (size == 1) return Status::ok();  // a single rank needs no transport
   transport::UcxOptions options;
   options.rank = rank;
@@ -105,7 +105,7 @@ void Engine::start_collaborators() {
   negotiation.fusion_threshold = config_.fusion_threshold;
   NegotiationContext context;
   context.transport = transport_.get();
-  context.sets = &sets_;
+  context.sets = &sets_->members();
   context.queue = &queue_;
   context.stats = &stats_;
   context.tracer = &tracer_;
@@ -115,6 +115,19 @@ void Engine::start_collaborators() {
   if (transport_) {
     stalls_ = std::make_unique<StallAgreement>(transport_.get(), config_.timeout_seconds);
   }
+  StageContext stage;
+  stage.transport = transport_.get();
+  stage.sets = sets_.get();
+  stage.queue = &queue_;
+  stage.stats = &stats_;
+  stage.tracer = &tracer_;
+  stage.negotiation = negotiation_.get();
+  stage.stalls = stalls_.get();
+  stage.fail = [this](const Status& status) { terminate(status, true); };
+  stage.interrupt = [this] { return interrupt_check(); };
+  stage.peer_shutdown_reached = [this] { return finish_peer_shutdown(); };
+  stage.terminated = &terminated_;
+  stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
 }
 
 // Rank 0 opens HVDC_TIMELINE; if it cannot, init fails on every rank (not only there, where the
@@ -185,9 +198,9 @@ void Engine::run() {
               true);
   }
   // Collectives still in flight use their callers' buffers until their backend finishes them.
-  while (!executor_.idle()) {
+  while (!stage_->idle()) {
     if (transport_) transport_->progress();
-    if (!finish_executed()) sched_yield();
+    if (!stage_->finish_executed()) sched_yield();
   }
   if (transport_) transport_->progress();  // push the shutdown notices out
 }
@@ -203,13 +216,13 @@ bool Engine::step() {
   busy |= check_peer_connections();
   busy |= handle_abort_request();
   busy |= finish_peer_shutdown();
-  busy |= finish_executed();  // also after termination: their buffers are in use until then
+  busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
   if (!terminated_.is_ok()) return busy;
   busy |= negotiation_->report_local_requests();
   busy |= negotiation_->coordinate();
   busy |= negotiation_->expose_stalled_hits();
   busy |= negotiation_->progress_rounds(&responses_);
-  busy |= execute_responses();
+  busy |= stage_->execute(&responses_);
   return busy;
 }
 
@@ -234,8 +247,8 @@ Status Engine::dump_pending(int timeout_ms, std::string* text) {
 }
 
 std::string Engine::describe_pending() {
-  return core::describe_pending(
-      PendingView{topology_.rank, queue_.snapshot(), responses_, executor_.running(), sets_});
+  return core::describe_pending(PendingView{topology_.rank, queue_.snapshot(), responses_,
+                                            stage_->running(), sets_->members()});
 }
 
 void Engine::idle_wait() {

@@ -17,13 +17,14 @@
 #include "bootstrap/bootstrap.h"
 #include "core/controller.h"
 #include "core/engine_stats.h"
-#include "core/execution/executor.h"
+#include "core/execution/stage.h"
 #include "core/faults/hang_reports.h"
 #include "core/faults/stall_agreement.h"
 #include "core/negotiation/negotiation.h"
 #include "core/process_set_table.h"
 #include "core/response_cache.h"
 #include "core/set_state.h"
+#include "core/sets/member_sets.h"
 #include "core/tensor_queue.h"
 #include "core/topology.h"
 #include "core/tracing/tracer.h"
@@ -58,7 +59,7 @@ class Engine {
 
   const Topology& topology() const { return topology_; }
   // Which process sets exist; any thread.
-  const ProcessSetTable& process_sets() const { return *process_sets_; }
+  const ProcessSetTable& process_sets() const { return sets_->table(); }
   const EngineStats& stats() const { return stats_; }
   int spin_micros() const { return config_.spin_micros; }
 
@@ -89,12 +90,6 @@ class Engine {
   Status connect();
   void start_collaborators();
   Status start_timeline_everywhere();
-  // process_sets.cc
-  Status add_static_process_sets();
-  void add_set_state(const ProcessSetInfo& info);
-  SetState* member_set(int32_t id);
-  Status create_process_set(const Response& response, std::vector<TensorEntry>& entries);
-  Status destroy_process_set(const Response& response);
   void run();
   bool step();
   void idle_wait();
@@ -110,26 +105,15 @@ class Engine {
   Status interrupt_check();
   // The text of a hang report (faults/pending_report.h).
   std::string describe_pending();
-  // execution/dispatch.cc
-  bool execute_responses();
-  void execute_one(Response response);
-  bool finish_executed();
-  void finish(FinishedOp op);
-  void count_executed(const Response& response);
-  Status execute(const Response& response, std::vector<TensorEntry>& entries);
-  ops::Group group_of(const SetState& set);
 
   EngineConfig config_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Transport> transport_;
   Topology topology_;
-  std::unique_ptr<ProcessSetTable> process_sets_;
-  // The sets this rank belongs to, by id (engine thread only). Set 0 is always there.
-  std::map<int32_t, std::unique_ptr<SetState>> sets_;
-  SetState* executing_ = nullptr;  // the set of the collective being started now
+  // The job's process sets, and those this rank belongs to (sets/); made once connected.
+  std::unique_ptr<MemberSets> sets_;
   TensorQueue queue_;
   std::deque<Response> responses_;  // agreed, not yet executed (engine thread only)
-  Executor executor_;               // collectives started, not yet finished
   EngineStats stats_;
 
   // Agreement on what to execute (negotiation/); made once connected.
@@ -147,6 +131,8 @@ class Engine {
   Status peer_shutdown_status_;
   // Whom a timed-out collective waited for in the end (with a transport only).
   std::unique_ptr<StallAgreement> stalls_;
+  // Runs what was agreed (execution/); made once connected.
+  std::unique_ptr<ExecutionStage> stage_;
 
   // Hang reports (faults/hang_reports.h).
   HangReports hang_reports_;

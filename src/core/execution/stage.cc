@@ -1,7 +1,7 @@
-// Executing responses: every rank runs the same list in the same order. Collectives go to the
-// executor (and their backend); join and process set changes the engine runs itself.
+// Executing responses (stage.h): every rank runs the same list in the same order.
+#include "core/execution/stage.h"
+
 #include "common/log.h"
-#include "core/engine.h"
 
 namespace hvdc::core {
 
@@ -23,105 +23,104 @@ bool runs_on_backend(const Response& response) {
 
 }  // namespace
 
-bool Engine::execute_responses() {
-  if (responses_.empty()) return false;
-  while (!responses_.empty() && terminated_.is_ok()) {
-    if (finish_peer_shutdown()) break;
-    if (!runs_on_backend(responses_.front()) && !executor_.idle()) break;
-    Response response = std::move(responses_.front());
-    responses_.pop_front();
+bool ExecutionStage::execute(std::deque<Response>* agreed) {
+  if (agreed->empty()) return false;
+  while (!agreed->empty() && ctx_.terminated->is_ok()) {
+    if (ctx_.peer_shutdown_reached()) break;
+    if (!runs_on_backend(agreed->front()) && !executor_.idle()) break;
+    Response response = std::move(agreed->front());
+    agreed->pop_front();
     execute_one(std::move(response));
   }
   return true;
 }
 
-void Engine::execute_one(Response response) {
-  SetState* set = member_set(response.process_set);
+void ExecutionStage::execute_one(Response response) {
+  SetState* set = ctx_.sets->member(response.process_set);
   // Gone: destroyed earlier in this order on every member, which failed its pending ops.
   if (set == nullptr) return;
   ++set->op_seq;
   std::vector<TensorEntry> entries;
   for (const std::string& name : response.names) {
     TensorEntry entry;
-    if (queue_.take(response.process_set, name, &entry)) {
+    if (ctx_.queue->take(response.process_set, name, &entry)) {
       entries.push_back(std::move(entry));
     } else if (response.kind != ResponseKind::kError) {
       HVDC_LOG_ERROR("response for tensor '%s', which is not pending here", name.c_str());
     }
   }
-  tracer_.execute(response, true);
+  ctx_.tracer->execute(response, true);
   if (runs_on_backend(response)) {
-    executing_ = set;
-    auto trace = tracer_.phases(response);
-    executor_.start(std::move(response), std::move(entries), group_of(*set), negotiation_->joined(),
-                    std::move(trace));
-    executing_ = nullptr;
+    starting_ = set;
+    auto trace = ctx_.tracer->phases(response);
+    executor_.start(std::move(response), std::move(entries), group_of(*set),
+                    ctx_.negotiation->joined(), std::move(trace));
+    starting_ = nullptr;
     finish_executed();
     return;
   }
   Status st = response.kind == ResponseKind::kError
                   ? Status(response.error_code, response.error_message)
-                  : execute(response, entries);
+                  : execute_here(response, entries);
   finish(FinishedOp{std::move(response), std::move(entries), st});
 }
 
-ops::Group Engine::group_of(const SetState& set) {
+ops::Group ExecutionStage::group_of(const SetState& set) {
   ops::Group group;
-  group.transport = transport_.get();
+  group.transport = ctx_.transport;
   group.members = set.info.ranks;
   group.index = set.info.index;
   group.context = set.info.context;
   group.seq = set.op_seq;
-  group.interrupt = [this] { return interrupt_check(); };
+  group.interrupt = ctx_.interrupt;
   return group;
 }
 
-// Completes the collectives whose backend finished them; true if there were any.
-bool Engine::finish_executed() {
+bool ExecutionStage::finish_executed() {
   std::vector<FinishedOp> finished = executor_.poll();
   for (FinishedOp& op : finished) finish(std::move(op));
   return !finished.empty();
 }
 
-void Engine::finish(FinishedOp op) {
+void ExecutionStage::finish(FinishedOp op) {
   const Response& response = op.response;
   Status st = op.status;
-  tracer_.execute(response, false);
-  tracer_.done(response, op.entries);
+  ctx_.tracer->execute(response, false);
+  ctx_.tracer->done(response, op.entries);
   count_executed(response);
   // A negotiated error (mismatch, stall timeout) concerns its tensor only and names it; a failed
   // data transfer leaves the ranks out of step.
   const bool fatal = response.kind != ResponseKind::kError && is_fatal(st.code());
-  if (fatal && st.code() == HVD_ERR_TIMEOUT && stalls_ && terminated_.is_ok()) {
-    st = stalls_->agree(st, [this] { return interrupt_check(); });
+  if (fatal && st.code() == HVD_ERR_TIMEOUT && ctx_.stalls && ctx_.terminated->is_ok()) {
+    st = ctx_.stalls->agree(st, ctx_.interrupt);
   }
-  if (fatal) terminate(st, true);
+  if (fatal) ctx_.fail(st);
   // After a failed transfer, transfers may still be in flight from these buffers: stop them
   // (after the notices above) before the callers may release the buffers.
-  if (transport_) transport_->quiesce();
+  if (ctx_.transport) ctx_.transport->quiesce();
   for (TensorEntry& entry : op.entries) entry.state->complete(fatal ? op_failure(entry, st) : st);
 }
 
-void Engine::count_executed(const Response& response) {
-  ++stats_.collectives;
-  stats_.tensors += response.names.size();
+void ExecutionStage::count_executed(const Response& response) {
+  ++ctx_.stats->collectives;
+  ctx_.stats->tensors += response.names.size();
   if (response.names.size() > 1) {
-    ++stats_.fused_collectives;
-    stats_.fused_tensors += response.names.size();
-    stats_.fused_bytes += response_bytes(response);
+    ++ctx_.stats->fused_collectives;
+    ctx_.stats->fused_tensors += response.names.size();
+    ctx_.stats->fused_bytes += response_bytes(response);
   }
 }
 
-Status Engine::execute(const Response& response, std::vector<TensorEntry>& entries) {
+Status ExecutionStage::execute_here(const Response& response, std::vector<TensorEntry>& entries) {
   switch (response.op_type) {
     case OpType::kJoin:
       for (TensorEntry& entry : entries) entry.state->set_result_value(response.root);
-      negotiation_->join_completed();
+      ctx_.negotiation->join_completed();
       return Status::ok();
     case OpType::kProcessSetCreate:
-      return create_process_set(response, entries);
+      return ctx_.sets->create(response, entries);
     case OpType::kProcessSetDestroy:
-      return destroy_process_set(response);
+      return ctx_.sets->destroy(response, *ctx_.queue);
     default:
       return Status(HVD_ERR_INTERNAL,
                     "op " + std::string(op_type_name(response.op_type)) + " runs on a backend");
