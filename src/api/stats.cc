@@ -59,7 +59,7 @@ hvd_status_t hvd_timeline_start(const char* path) {
     if (*path == '\0') return Status(HVD_ERR_INVALID_ARGUMENT, "path is empty");
     hvdc::core::Engine* engine = nullptr;
     HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    return engine->timeline_start(path);
+    return engine->tracer().start(path);
   });
 }
 
@@ -67,7 +67,7 @@ hvd_status_t hvd_timeline_stop(void) {
   return guarded([&] {
     hvdc::core::Engine* engine = nullptr;
     HVDC_RETURN_IF_ERROR(current_engine(&engine));
-    engine->timeline_stop();
+    engine->tracer().stop();
     return Status::ok();
   });
 }

@@ -253,12 +253,7 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
     response.error_message = mismatch;
     return response;
   }
-  response.dtype = first.dtype;
-  response.reduce_op = first.reduce_op;
-  response.root = first.root;
-  response.device_type = first.device_type;
-  response.prescale = first.prescale;
-  response.postscale = first.postscale;
+  response.params() = first.params();
   if (response.op_type == OpType::kAllgather) {
     for (const Request& r : entry.requests) response.sizes.push_back(r.shape[0]);
   } else if (response.op_type == OpType::kProcessSetCreate) {

@@ -8,6 +8,8 @@
 #include <climits>
 
 #include "common/log.h"
+#include "core/faults/pending_report.h"
+#include "ops/backends.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace hvdc::core {
@@ -27,8 +29,23 @@ constexpr double kFaultedShutdownSeconds = 5;
 
 }  // namespace
 
+namespace {
+
+std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig& config) {
+  ops::BackendOptions options;
+  options.small_allreduce_bytes = config.small_allreduce_bytes;
+  options.segment_bytes = config.segment_bytes;
+  options.deterministic = config.deterministic;
+  return ops::make_backends(options);
+}
+
+}  // namespace
+
 Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config)
-    : config_(config), bootstrap_(std::move(bootstrap)) {}
+    : config_(config),
+      bootstrap_(std::move(bootstrap)),
+      tracer_(config.timeline_mark_cycles),
+      hang_reports_(config.stall_check_seconds, [this] { queue_.wake(); }) {}
 
 Status Engine::start(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config,
                      std::unique_ptr<Engine>* out) {
@@ -39,6 +56,7 @@ Status Engine::start(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const Engi
     (void)engine->bootstrap_->finalize();  // leave no MPI initialized behind a failed init
     return st;
   }
+  engine->start_collaborators();
   engine->thread_ = std::thread(&Engine::run, engine.get());
   *out = std::move(engine);
   return Status::ok();
@@ -55,16 +73,14 @@ Status Engine::connect() {
   std::vector<std::string> hosts;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
   topology_ = compute_topology(rank, hosts);
-  process_sets_ = std::make_unique<ProcessSetTable>(size, rank);
-  ProcessSetInfo global;
-  HVDC_RETURN_IF_ERROR(process_sets_->find(0, &global));
-  add_set_state(global);
-  if (rank == 0) {
-    timeline_ = std::make_unique<Timeline>();
-    sets_[0]->controller->set_timeline(timeline_.get());
-  }
+  MemberSetsConfig sets;
+  sets.cache_capacity = config_.cache_capacity;
+  sets.stall_check_seconds = config_.stall_check_seconds;
+  sets.stall_shutdown_seconds = config_.stall_shutdown_seconds;
+  sets_ = std::make_unique<MemberSets>(size, rank, sets);
+  if (rank == 0) sets_->member(0)->controller->set_timeline(tracer_.open_timeline());
   HVDC_RETURN_IF_ERROR(start_timeline_everywhere());
-  HVDC_RETURN_IF_ERROR(add_static_process_sets());
+  HVDC_RETURN_IF_ERROR(sets_->add_static(config_.process_sets, *bootstrap_));
   if (size == 1) return Status::ok();  // a single rank needs no transport
   transport::TransportOptions options;
   options.rank = rank;
@@ -81,15 +97,49 @@ Status Engine::connect() {
   return bootstrap_->barrier();
 }
 
+// The parts that need the transport (when there is one).
+void Engine::start_collaborators() {
+  NegotiationConfig negotiation;
+  negotiation.rank = topology_.rank;
+  negotiation.size = topology_.size;
+  negotiation.timeout_seconds = config_.timeout_seconds;
+  negotiation.stall_check_seconds = config_.stall_check_seconds;
+  negotiation.fusion_threshold = config_.fusion_threshold;
+  NegotiationContext context;
+  context.transport = transport_.get();
+  context.sets = &sets_->members();
+  context.table = &sets_->table();
+  context.queue = &queue_;
+  context.stats = &stats_;
+  context.tracer = &tracer_;
+  context.fail = [this](const Status& status) { terminate(status, true); };
+  context.terminated = &terminated_;
+  negotiation_ = std::make_unique<Negotiation>(negotiation, std::move(context));
+  if (transport_) {
+    stalls_ = std::make_unique<StallAgreement>(transport_.get(), config_.timeout_seconds);
+  }
+  StageContext stage;
+  stage.transport = transport_.get();
+  stage.sets = sets_.get();
+  stage.queue = &queue_;
+  stage.stats = &stats_;
+  stage.tracer = &tracer_;
+  stage.negotiation = negotiation_.get();
+  stage.stalls = stalls_.get();
+  stage.fail = [this](const Status& status) { terminate(status, true); };
+  stage.interrupt = [this] { return interrupt_check(); };
+  stage.peer_shutdown_reached = [this] { return finish_peer_shutdown(); };
+  stage.terminated = &terminated_;
+  stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
+}
+
 // Rank 0 opens HVDC_TIMELINE; if it cannot, init fails on every rank (not only there, where the
 // others would wait for it forever).
 Status Engine::start_timeline_everywhere() {
   if (config_.timeline_path.empty()) return Status::ok();
   std::string failure;
-  if (timeline_) {
-    Status st = timeline_->start(config_.timeline_path, config_.timeline_mark_cycles);
-    if (!st.is_ok()) failure = st.message();
-  }
+  Status st = tracer_.start(config_.timeline_path);  // ok at once on ranks other than 0
+  if (!st.is_ok()) failure = st.message();
   std::vector<std::string> all;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, failure, &all));
   if (all[0].empty()) return Status::ok();
@@ -150,6 +200,11 @@ void Engine::run() {
     terminate(make_error(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank %d", topology_.rank),
               true);
   }
+  // Collectives still in flight use their callers' buffers until their backend finishes them.
+  while (!stage_->idle()) {
+    if (transport_) transport_->progress();
+    if (!stage_->finish_executed()) sched_yield();
+  }
   if (transport_) transport_->progress();  // push the shutdown notices out
 }
 
@@ -157,19 +212,20 @@ void Engine::run() {
 bool Engine::step() {
   bool busy = false;
   if (transport_) busy |= transport_->progress() > 0;
-  busy |= poll_dump_request();
+  busy |= hang_reports_.poll([this] { return describe_pending(); });
   watch_pending();
   busy |= poll_terminate();
-  busy |= poll_stall_reports();
+  busy |= stalls_ && stalls_->poll();
   busy |= check_peer_connections();
   busy |= handle_abort_request();
   busy |= finish_peer_shutdown();
+  busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
   if (!terminated_.is_ok()) return busy;
-  busy |= report_local_requests();
-  busy |= coordinate();
-  busy |= expose_stalled_hits();
-  busy |= progress_rounds();
-  busy |= execute_responses();
+  busy |= negotiation_->report_local_requests();
+  busy |= negotiation_->coordinate();
+  busy |= negotiation_->expose_stalled_hits();
+  busy |= negotiation_->progress_rounds(&responses_);
+  busy |= stage_->execute(&responses_);
   return busy;
 }
 
@@ -181,8 +237,21 @@ void Engine::watch_pending() {
   next_pending_check_ = now + std::chrono::seconds(1);
   std::chrono::steady_clock::time_point oldest;
   if (!queue_.oldest_submitted(&oldest)) return;
-  check_local_stall(now, now - oldest);
-  probe_liveness(now, now - oldest);
+  hang_reports_.check_stall(now, now - oldest, [this] { return describe_pending(); });
+  negotiation_->probe_liveness(now, now - oldest);
+}
+
+void Engine::request_dump() noexcept {
+  hang_reports_.request();
+}
+
+Status Engine::dump_pending(int timeout_ms, std::string* text) {
+  return hang_reports_.wait_for_report(timeout_ms, text);
+}
+
+std::string Engine::describe_pending() {
+  return core::describe_pending(PendingView{topology_.rank, queue_.snapshot(), responses_,
+                                            stage_->running(), sets_->members()});
 }
 
 void Engine::idle_wait() {
@@ -205,7 +274,7 @@ Status Engine::shutdown() {
   stop_.store(true, std::memory_order_release);
   queue_.wake();
   if (thread_.joinable()) thread_.join();
-  timeline_stop();  // the file is complete JSON once hvd_shutdown returns
+  tracer_.stop();  // the file is complete JSON once hvd_shutdown returns
   // After a fault a peer may be gone for good: wait for the others a bounded time only.
   const bool faulted = !async_error().is_ok();
   auto barrier = [&] {

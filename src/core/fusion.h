@@ -1,6 +1,6 @@
 // Tensor fusion: compatible ready allreduces run as one collective over the list of their
-// buffers (ops/cpu/pieces.h), so many small gradients cost one negotiation-free collective
-// instead of one each. Every rank fuses the same response list the same way.
+// buffers (a backend sees one tensor each), so many small gradients cost one negotiation-free
+// collective instead of one each. Every rank fuses the same response list the same way.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 namespace hvdc::core {
 
 // Two responses may share a collective: both successful allreduces of the same process set with
-// the same dtype, reduce op, scale factors and device.
+// the same dtype, reduce op, scale factors and device (type and id).
 bool fusable(const Response& a, const Response& b);
 
 // Merges each allreduce with the later compatible ones (looking past incompatible responses in

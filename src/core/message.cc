@@ -16,8 +16,9 @@ namespace {
 
 constexpr size_t kMaxReasonLength = 64 << 10;
 constexpr size_t kMaxErrorLength = 1 << 20;
-constexpr size_t kMinRequestBytes = 4 + 4 * 7 + 8 * 2 + 4;  // empty name and shape
-constexpr size_t kMinResponseBytes = 4 * 5 + 4 + 4 + 4 * 4 + 8 * 2 + 4;
+constexpr size_t kParamsBytes = 4 * 6 + 8 * 2;
+constexpr size_t kMinRequestBytes = 4 + 4 + kParamsBytes + 4;  // empty name and shape
+constexpr size_t kMinResponseBytes = 4 * 2 + kParamsBytes + 4 * 5;
 constexpr size_t kMinCacheBitsBytes = 4 + 4 + 4;
 constexpr size_t kMaxProcessSetsOnWire = 1 << 16;
 constexpr size_t kMaxCacheWords = (1 << 20) / 64;  // HVDC_CACHE_CAPACITY's limit
@@ -30,32 +31,46 @@ Status check_enum(int32_t value, int32_t max, const char* what) {
   return Status::ok();
 }
 
-Status read_request(WireReader& in, Request* r) {
+// The op parameters, in the same layout in requests and responses.
+void write_params(WireWriter& out, const OpParams& p) {
+  out.i32(static_cast<int32_t>(p.op_type));
+  out.i32(p.dtype);
+  out.i32(p.reduce_op);
+  out.i32(p.root);
+  out.i32(p.device_type);
+  out.i32(p.device_id);
+  out.f64(p.prescale);
+  out.f64(p.postscale);
+}
+
+Status read_params(WireReader& in, OpParams* p) {
   int32_t type = 0;
-  HVDC_RETURN_IF_ERROR(in.str(&r->name, kMaxNameLength));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->process_set));
   HVDC_RETURN_IF_ERROR(in.i32(&type));
   HVDC_RETURN_IF_ERROR(check_enum(type, kMaxOpType, "op type"));
-  r->op_type = static_cast<OpType>(type);
-  HVDC_RETURN_IF_ERROR(in.i32(&r->dtype));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->reduce_op));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->root));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->device_type));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->device_id));
-  HVDC_RETURN_IF_ERROR(in.f64(&r->prescale));
-  HVDC_RETURN_IF_ERROR(in.f64(&r->postscale));
+  p->op_type = static_cast<OpType>(type);
+  HVDC_RETURN_IF_ERROR(in.i32(&p->dtype));
+  HVDC_RETURN_IF_ERROR(in.i32(&p->reduce_op));
+  HVDC_RETURN_IF_ERROR(in.i32(&p->root));
+  HVDC_RETURN_IF_ERROR(in.i32(&p->device_type));
+  HVDC_RETURN_IF_ERROR(in.i32(&p->device_id));
+  HVDC_RETURN_IF_ERROR(in.f64(&p->prescale));
+  return in.f64(&p->postscale);
+}
+
+Status read_request(WireReader& in, Request* r) {
+  HVDC_RETURN_IF_ERROR(in.str(&r->name, kMaxNameLength));
+  HVDC_RETURN_IF_ERROR(in.i32(&r->process_set));
+  HVDC_RETURN_IF_ERROR(read_params(in, r));
   return in.i64s(&r->shape, HVD_MAX_NDIM);
 }
 
 Status read_response(WireReader& in, Response* r) {
-  int32_t kind = 0, type = 0;
+  int32_t kind = 0;
   HVDC_RETURN_IF_ERROR(in.i32(&kind));
   HVDC_RETURN_IF_ERROR(check_enum(kind, static_cast<int32_t>(ResponseKind::kError), "response"));
   r->kind = static_cast<ResponseKind>(kind);
   HVDC_RETURN_IF_ERROR(in.i32(&r->process_set));
-  HVDC_RETURN_IF_ERROR(in.i32(&type));
-  HVDC_RETURN_IF_ERROR(check_enum(type, kMaxOpType, "op type"));
-  r->op_type = static_cast<OpType>(type);
+  HVDC_RETURN_IF_ERROR(read_params(in, r));
   uint32_t n = 0;
   HVDC_RETURN_IF_ERROR(in.count(&n, 4));
   r->names.resize(n);
@@ -63,12 +78,6 @@ Status read_response(WireReader& in, Response* r) {
   HVDC_RETURN_IF_ERROR(in.i32(&r->error_code));
   HVDC_RETURN_IF_ERROR(in.str(&r->error_message, kMaxErrorLength));
   HVDC_RETURN_IF_ERROR(in.i64s(&r->sizes, kMaxSizes));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->dtype));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->reduce_op));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->root));
-  HVDC_RETURN_IF_ERROR(in.i32(&r->device_type));
-  HVDC_RETURN_IF_ERROR(in.f64(&r->prescale));
-  HVDC_RETURN_IF_ERROR(in.f64(&r->postscale));
   return in.i64s(&r->counts, kMaxSizes);
 }
 
@@ -77,18 +86,12 @@ void write_responses(WireWriter& out, const ResponseList& list) {
   for (const Response& r : list.responses) {
     out.i32(static_cast<int32_t>(r.kind));
     out.i32(r.process_set);
-    out.i32(static_cast<int32_t>(r.op_type));
+    write_params(out, r);
     out.u32(static_cast<uint32_t>(r.names.size()));
     for (const std::string& name : r.names) out.str(name);
     out.i32(r.error_code);
     out.str(r.error_message);
     out.i64s(r.sizes);
-    out.i32(r.dtype);
-    out.i32(r.reduce_op);
-    out.i32(r.root);
-    out.i32(r.device_type);
-    out.f64(r.prescale);
-    out.f64(r.postscale);
     out.i64s(r.counts);
   }
 }
@@ -232,14 +235,7 @@ std::string encode(const RequestList& list) {
   for (const Request& r : list.requests) {
     out.str(r.name);
     out.i32(r.process_set);
-    out.i32(static_cast<int32_t>(r.op_type));
-    out.i32(r.dtype);
-    out.i32(r.reduce_op);
-    out.i32(r.root);
-    out.i32(r.device_type);
-    out.i32(r.device_id);
-    out.f64(r.prescale);
-    out.f64(r.postscale);
+    write_params(out, r);
     out.i64s(r.shape);
   }
   return out.take();

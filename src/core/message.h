@@ -36,9 +36,9 @@ size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
 constexpr size_t kMaxNameLength = 4096;
 constexpr const char* kJoinName = "join";  // hvd_join's tensor name on every rank
 
-struct Request {
-  std::string name;
-  int32_t process_set = 0;
+// The parameters of an op that every rank must agree on and that every rank needs to run it:
+// one struct, in the request a rank submits and in the response every rank executes.
+struct OpParams {
   OpType op_type = OpType::kAllreduce;
   int32_t dtype = 0;
   int32_t reduce_op = 0;
@@ -47,6 +47,14 @@ struct Request {
   int32_t device_id = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+
+  OpParams& params() { return *this; }
+  const OpParams& params() const { return *this; }
+};
+
+struct Request : OpParams {
+  std::string name;
+  int32_t process_set = 0;
   std::vector<int64_t> shape;
 };
 
@@ -56,21 +64,15 @@ struct RequestList {
 
 enum class ResponseKind : int32_t { kExecute = 0, kError = 1 };
 
-struct Response {
+// Its parameters (OpParams) are the first request's: what every rank needs to run the op without
+// its own request (fusion, the cache). An error response carries only their op type.
+struct Response : OpParams {
   ResponseKind kind = ResponseKind::kExecute;
   int32_t process_set = 0;
-  OpType op_type = OpType::kAllreduce;
   std::vector<std::string> names;
   int32_t error_code = 0;
   std::string error_message;
-  std::vector<int64_t> sizes;  // allgather: each rank's first dimension; set creation: ranks
-  // What every rank needs to run the op without its own request (fusion, the cache):
-  int32_t dtype = 0;
-  int32_t reduce_op = 0;
-  int32_t root = 0;
-  int32_t device_type = 1;
-  double prescale = 1.0;
-  double postscale = 1.0;
+  std::vector<int64_t> sizes;   // allgather: each rank's first dimension; set creation: ranks
   std::vector<int64_t> counts;  // elements of each named tensor (allreduce)
 };
 

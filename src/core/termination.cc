@@ -28,7 +28,7 @@ void Engine::terminate(const Status& status, bool notify_peers) {
   }
   if (notify_peers && transport_) {
     Terminate notice{status.code(), topology_.rank, status.message(), {}};
-    for (const auto& [id, set] : sets_) {
+    for (const auto& [id, set] : sets_->members()) {
       notice.completed_ops.push_back(id);
       notice.completed_ops.push_back(static_cast<int64_t>(set->op_seq));
     }
@@ -112,7 +112,7 @@ bool Engine::handle_abort_request() {
 void Engine::note_peer_completed_ops(const std::vector<int64_t>& pairs) {
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
     const int32_t id = static_cast<int32_t>(pairs[i]);
-    if (member_set(id) == nullptr) continue;
+    if (sets_->member(id) == nullptr) continue;
     auto [it, fresh] = peer_shutdown_ops_.try_emplace(id, pairs[i + 1]);
     if (!fresh && pairs[i + 1] < it->second) it->second = pairs[i + 1];
   }
@@ -122,7 +122,7 @@ void Engine::note_peer_completed_ops(const std::vector<int64_t>& pairs) {
 bool Engine::finish_peer_shutdown() {
   if (!peer_shut_down_ || !terminated_.is_ok()) return false;
   for (const auto& [id, completed] : peer_shutdown_ops_) {
-    const SetState* set = member_set(id);
+    const SetState* set = sets_->member(id);
     if (set != nullptr && static_cast<int64_t>(set->op_seq) < completed) return false;
   }
   terminate(peer_shutdown_status_, false);
@@ -130,15 +130,17 @@ bool Engine::finish_peer_shutdown() {
 }
 
 Status Engine::interrupt_check() {
-  poll_dump_request();  // a hang report is most wanted while a collective waits
+  // A hang report is most wanted while a collective waits.
+  hang_reports_.poll([this] { return describe_pending(); });
   poll_terminate();
-  poll_stall_reports();
+  if (stalls_) stalls_->poll();
   check_peer_connections();
   handle_abort_request();
   // op_seq counts the running collective: it can finish if the peer finished it.
-  if (peer_shut_down_ && executing_ != nullptr) {
-    auto it = peer_shutdown_ops_.find(executing_->info.id);
-    if (it != peer_shutdown_ops_.end() && static_cast<int64_t>(executing_->op_seq) > it->second) {
+  const SetState* executing = stage_ ? stage_->starting() : nullptr;
+  if (peer_shut_down_ && executing != nullptr) {
+    auto it = peer_shutdown_ops_.find(executing->info.id);
+    if (it != peer_shutdown_ops_.end() && static_cast<int64_t>(executing->op_seq) > it->second) {
       terminate(peer_shutdown_status_, false);
     }
   }

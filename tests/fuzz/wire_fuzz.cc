@@ -49,8 +49,8 @@ bool equal(const core::Response& a, const core::Response& b) {
   return a.kind == b.kind && a.process_set == b.process_set && a.op_type == b.op_type &&
          a.names == b.names && a.error_code == b.error_code && a.error_message == b.error_message &&
          a.sizes == b.sizes && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
-         a.root == b.root && a.device_type == b.device_type && same(a.prescale, b.prescale) &&
-         same(a.postscale, b.postscale) && a.counts == b.counts;
+         a.root == b.root && a.device_type == b.device_type && a.device_id == b.device_id &&
+         same(a.prescale, b.prescale) && same(a.postscale, b.postscale) && a.counts == b.counts;
 }
 
 bool equal(const core::CacheBits& a, const core::CacheBits& b) {

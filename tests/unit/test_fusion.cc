@@ -67,6 +67,20 @@ TEST(Fusion, ErrorsScalesAndOtherOpsNeverFuse) {
   EXPECT_EQ(fuse_responses(in, 1 << 20).size(), 4u);
 }
 
+// Tensors on different devices (or device kinds) share no buffer and no stream: never one
+// collective.
+TEST(Fusion, DifferentDevicesNeverFuse) {
+  std::vector<Response> in = {allreduce("a", 1), allreduce("b", 1), allreduce("c", 1),
+                              allreduce("d", 1)};
+  for (Response& r : in) r.device_type = HVD_DEVICE_CUDA;
+  in[1].device_id = 1;
+  in[3].device_type = HVD_DEVICE_CPU;
+  EXPECT_FALSE(hvdc::core::fusable(in[0], in[1]));
+  EXPECT_TRUE(hvdc::core::fusable(in[0], in[2]));
+  EXPECT_EQ(names_of(fuse_responses(in, 1 << 20)),
+            (std::vector<std::vector<std::string>>{{"a", "c"}, {"b"}, {"d"}}));
+}
+
 // Ranks in different sets see different lists; a set's groups, and their relative order, must
 // not depend on the other sets' responses between them (the engine's execution order relies on
 // it).

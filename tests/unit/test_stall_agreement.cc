@@ -1,5 +1,6 @@
 // Stall agreement: following the stall reports to the rank(s) a stalled collective waits for in
-// the end, and the StallReport wire format (u32 count, then little-endian int64 ranks).
+// the end, the exchange of reports between ranks (StallAgreement), and the StallReport wire
+// format (u32 count, then little-endian int64 ranks).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,8 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/faults/stall_agreement.h"
 #include "core/message.h"
-#include "core/stall_agreement.h"
+#include "fake_transport.h"
 
 namespace {
 
@@ -76,6 +78,57 @@ TEST(StallReportWire, MalformedInputIsAnError) {
   const hvdc::common::Status st = decode(le_bytes(0xFFFFFFFFu, 4), &out);
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("stall report"), std::string::npos) << st.message();
+}
+
+// Rank 0 times out waiting for rank 2, which waits for rank 1, which stopped and never answers:
+// rank 0 names rank 1, not its neighbour. Rank 3, not in the collective, waits for nobody.
+TEST(StallAgreement, TimedOutRanksNameTheRankThatStopped) {
+  auto net = std::make_shared<hvdc_test::FakeNetwork>(4);
+  std::vector<std::unique_ptr<hvdc_test::FakeTransport>> t;
+  for (int r = 0; r < 4; ++r) t.push_back(std::make_unique<hvdc_test::FakeTransport>(net, r));
+  hvdc::core::StallAgreement rank0(t[0].get(), 1), rank2(t[2].get(), 1), rank3(t[3].get(), 1);
+  t[0]->waited = {2};
+  t[2]->waited = {1};
+  const hvdc::common::Status timeout(HVD_ERR_TIMEOUT, "allreduce timed out");
+  int polls = 0;
+  // Rank 0 concludes while the others answer from their loops (its interrupt runs them).
+  auto others = [&] {
+    ++polls;
+    rank2.poll();
+    rank3.poll();
+    return hvdc::common::Status::ok();
+  };
+  const hvdc::common::Status st = rank0.agree(timeout, others);
+  EXPECT_GT(polls, 0);
+  EXPECT_EQ(st.code(), HVD_ERR_TIMEOUT);
+  EXPECT_NE(st.message().find("allreduce timed out; "), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("ranks 2, 3 reported waiting too; the waits lead to rank 1, which"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(StallAgreement, InterruptEndsTheGracePeriodWithItsStatus) {
+  auto net = std::make_shared<hvdc_test::FakeNetwork>(2);
+  hvdc_test::FakeTransport transport(net, 0);
+  transport.waited = {1};
+  hvdc::core::StallAgreement agreement(&transport, 60);
+  const hvdc::common::Status aborted(HVD_ERR_ABORTED, "rank 1 aborted");
+  const hvdc::common::Status st =
+      agreement.agree(hvdc::common::Status(HVD_ERR_TIMEOUT, "timed out"), [&] { return aborted; });
+  EXPECT_EQ(st.code(), HVD_ERR_ABORTED);
+  ASSERT_EQ(net->inbox[1].size(), 1u);  // its report went out first
+}
+
+// Waiting for nobody: nothing to agree on, nothing sent.
+TEST(StallAgreement, NoWaitedPeersKeepsTheTimeout) {
+  auto net = std::make_shared<hvdc_test::FakeNetwork>(2);
+  hvdc_test::FakeTransport transport(net, 0);
+  hvdc::core::StallAgreement agreement(&transport, 60);
+  const hvdc::common::Status st =
+      agreement.agree(hvdc::common::Status(HVD_ERR_TIMEOUT, "timed out"),
+                      [] { return hvdc::common::Status::ok(); });
+  EXPECT_EQ(st.message(), "timed out");
+  EXPECT_TRUE(net->inbox[1].empty());
 }
 
 }  // namespace

@@ -50,10 +50,12 @@ struct Bytes {
     s += v;
     return *this;
   }
+  Bytes& params(const hvdc::core::OpParams& p) {
+    i32(static_cast<int32_t>(p.op_type)).i32(p.dtype).i32(p.reduce_op).i32(p.root);
+    return i32(p.device_type).i32(p.device_id).f64(p.prescale).f64(p.postscale);
+  }
   Bytes& request(const Request& r) {
-    str(r.name).i32(r.process_set).i32(static_cast<int32_t>(r.op_type)).i32(r.dtype);
-    i32(r.reduce_op).i32(r.root);
-    i32(r.device_type).i32(r.device_id).f64(r.prescale).f64(r.postscale);
+    str(r.name).i32(r.process_set).params(r);
     u32(static_cast<uint32_t>(r.shape.size()));
     for (int64_t d : r.shape) i64(d);
     return *this;
@@ -98,6 +100,8 @@ ResponseList sample_responses() {
   a.reduce_op = HVD_OP_MAX;
   a.prescale = 0.5;
   a.postscale = -3.25;
+  a.device_type = HVD_DEVICE_CUDA;
+  a.device_id = 5;
   a.counts = {1, 0, 1 << 20};
   list.responses.push_back(a);
   Response b;
@@ -250,14 +254,12 @@ TEST(Message, ResponseListRoundTripAndLayout) {
   Bytes expected;
   expected.u32(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) {
-    expected.i32(static_cast<int32_t>(r.kind)).i32(r.process_set);
-    expected.i32(static_cast<int32_t>(r.op_type));
+    expected.i32(static_cast<int32_t>(r.kind)).i32(r.process_set).params(r);
     expected.u32(static_cast<uint32_t>(r.names.size()));
     for (const std::string& n : r.names) expected.str(n);
     expected.i32(r.error_code).str(r.error_message).u32(static_cast<uint32_t>(r.sizes.size()));
     for (int64_t size : r.sizes) expected.i64(size);
-    expected.i32(r.dtype).i32(r.reduce_op).i32(r.root).i32(r.device_type);
-    expected.f64(r.prescale).f64(r.postscale).u32(static_cast<uint32_t>(r.counts.size()));
+    expected.u32(static_cast<uint32_t>(r.counts.size()));
     for (int64_t c : r.counts) expected.i64(c);
   }
   EXPECT_EQ(bytes, expected.s);
@@ -277,6 +279,7 @@ TEST(Message, ResponseListRoundTripAndLayout) {
     EXPECT_EQ(out.responses[i].dtype, list.responses[i].dtype);
     EXPECT_EQ(out.responses[i].reduce_op, list.responses[i].reduce_op);
     EXPECT_EQ(out.responses[i].root, list.responses[i].root);
+    EXPECT_EQ(out.responses[i].device_id, list.responses[i].device_id);
     EXPECT_EQ(out.responses[i].prescale, list.responses[i].prescale);
     EXPECT_EQ(out.responses[i].postscale, list.responses[i].postscale);
     EXPECT_EQ(out.responses[i].counts, list.responses[i].counts);
@@ -411,8 +414,8 @@ TEST(Message, OutOfRangeEnumsAreRejected) {
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "op type " << op;
   }
   Bytes valid;
-  valid.u32(1).i32(1).i32(2).i32(3).u32(0).i32(0).str("").u32(0);
-  valid.i32(0).i32(0).i32(0).i32(1).f64(1).f64(1).u32(0);
+  valid.u32(1).i32(1).i32(2).i32(3).i32(0).i32(0).i32(0).i32(1).i32(0).f64(1).f64(1);
+  valid.u32(0).i32(0).str("").u32(0).u32(0);
   EXPECT_TRUE(decode(valid.s, &responses).is_ok());
 }
 

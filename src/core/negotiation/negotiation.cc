@@ -2,16 +2,24 @@
 // of their process set (its first member), which checks that every member's metadata agrees
 // once all have reported a name. Its responses reach the ranks through the next round
 // (rounds.cc).
+#include "core/negotiation/negotiation.h"
+
+#include <algorithm>
+
 #include "common/log.h"
-#include "core/engine.h"
 
 namespace hvdc::core {
 
 using transport::make_tag;
 using transport::TagKind;
 
-bool Engine::report_local_requests() {
-  std::vector<Request> fresh = queue_.pop_new();
+SetState* Negotiation::member_set(int32_t id) {
+  auto it = ctx_.sets->find(id);
+  return it == ctx_.sets->end() ? nullptr : it->second.get();
+}
+
+bool Negotiation::report_local_requests() {
+  std::vector<Request> fresh = ctx_.queue->pop_new();
   if (fresh.empty()) return false;
   std::map<SetState*, std::vector<Request>> uncached;
   for (Request& r : fresh) report_request(std::move(r), &uncached);
@@ -19,12 +27,12 @@ bool Engine::report_local_requests() {
   return true;
 }
 
-void Engine::report_request(Request r, std::map<SetState*, std::vector<Request>>* uncached) {
+void Negotiation::report_request(Request r, std::map<SetState*, std::vector<Request>>* uncached) {
   SetState* set = member_set(r.process_set);
   if (set == nullptr) {
     // Destroyed after the API checked it; the destruction failed everything pending before.
     TensorEntry entry;
-    if (queue_.take(r.process_set, r.name, &entry)) {
+    if (ctx_.queue->take(r.process_set, r.name, &entry)) {
       entry.state->complete(common::make_error(HVD_ERR_INVALID_ARGUMENT,
                                                "process set %d was destroyed before '%s' could run",
                                                r.process_set, r.name.c_str()));
@@ -52,31 +60,30 @@ void Engine::report_request(Request r, std::map<SetState*, std::vector<Request>>
   }
 }
 
-void Engine::send_uncached(SetState& set, std::vector<Request> requests) {
+void Negotiation::send_uncached(SetState& set, std::vector<Request> requests) {
   if (requests.empty()) return;
-  stats_.cache_misses += requests.size();
+  ctx_.stats->cache_misses += requests.size();
   if (set.controller) {
     for (Request& r : requests) set.controller->add(set.info.index, std::move(r));
     return;
   }
-  ++stats_.coordinator_requests;
+  ++ctx_.stats->coordinator_requests;
   RequestList list;
   list.requests = std::move(requests);
   const int coordinator = set.info.ranks[0];
-  Status st = transport_->send_message(
-      coordinator, make_tag(TagKind::kRequestList, topology_.rank, 0), encode(list));
+  Status st = ctx_.transport->send_message(
+      coordinator, make_tag(TagKind::kRequestList, config_.rank, 0), encode(list));
   if (!st.is_ok()) {
-    terminate(st.with_context(common::strfmt("reporting ready tensors to rank %d", coordinator)),
-              true);
+    ctx_.fail(st.with_context(common::strfmt("reporting ready tensors to rank %d", coordinator)));
   }
 }
 
-bool Engine::coordinate() {
+bool Negotiation::coordinate() {
   bool busy = false;
   transport::Tag tag;
   std::string bytes;
-  while (transport_ && transport_->poll_message(make_tag(TagKind::kRequestList, 0, 0),
-                                                transport::kTagKindMask, &tag, &bytes)) {
+  while (ctx_.transport && ctx_.transport->poll_message(make_tag(TagKind::kRequestList, 0, 0),
+                                                        transport::kTagKindMask, &tag, &bytes)) {
     busy = true;
     RequestList list;
     const int from = transport::tag_source(tag);
@@ -87,23 +94,23 @@ bool Engine::coordinate() {
     if (!st.is_ok()) {
       // Which tensors it named is unknown, so they could never complete: fail everything
       // rather than let the ranks wait.
-      terminate(st.with_context(common::strfmt("request list from rank %d", from)), true);
+      ctx_.fail(st.with_context(common::strfmt("request list from rank %d", from)));
       return true;
     }
     add_remote_requests(from, std::move(list));
   }
-  for (auto& [id, set] : sets_) busy |= take_coordinated(*set);
+  for (auto& [id, set] : *ctx_.sets) busy |= take_coordinated(*set);
   return busy;
 }
 
 // Requests of a set this rank coordinates. A member that ran the set's creation first may
 // submit on it before the creation runs here: such a request waits for it (ids are never
-// reused, so an id not created yet is such a set). One for a set destroyed meanwhile is
-// dropped: the destruction already failed it on its rank.
-void Engine::add_remote_requests(int from, RequestList list) {
+// reused, so an id not created yet is such a set; release_early_requests). One for a set
+// destroyed meanwhile is dropped: the destruction already failed it on its rank.
+void Negotiation::add_remote_requests(int from, RequestList list) {
   for (Request& r : list.requests) {
     SetState* set = member_set(r.process_set);
-    if (set == nullptr && !process_sets_->ever_created(r.process_set)) {
+    if (set == nullptr && !ctx_.table->ever_created(r.process_set)) {
       early_requests_[r.process_set][from].requests.push_back(std::move(r));
       continue;
     }
@@ -120,7 +127,19 @@ void Engine::add_remote_requests(int from, RequestList list) {
 }
 
 // Moves what the set's coordinator negotiated (or failed as stalled) into the next round.
-bool Engine::take_coordinated(SetState& set) {
+void Negotiation::release_early_requests() {
+  for (auto it = early_requests_.begin(); it != early_requests_.end();) {
+    if (!ctx_.table->ever_created(it->first)) {
+      ++it;
+      continue;
+    }
+    std::map<int, RequestList> held = std::move(it->second);
+    it = early_requests_.erase(it);
+    for (auto& [from, list] : held) add_remote_requests(from, std::move(list));
+  }
+}
+
+bool Negotiation::take_coordinated(SetState& set) {
   if (!set.controller) return false;
   std::vector<Response> ready = set.controller->take_ready();
   for (Response& r : set.controller->check_stalls(std::chrono::steady_clock::now())) {

@@ -1,21 +1,25 @@
-// What the engine records in the timeline (rank 0 only): negotiation spans of cached tensors
-// (the coordinator's controller records those of negotiated ones), and per executed tensor an
-// op span holding QUEUE, the transport phase and any fusion-buffer copies.
+// What the engine records in the timeline (tracer.h).
+#include "core/tracing/tracer.h"
+
 #include "common/dtype.h"
-#include "core/engine.h"
 
 namespace hvdc::core {
 
-Status Engine::timeline_start(const std::string& path) {
-  if (!timeline_) return Status::ok();  // only rank 0 writes
-  return timeline_->start(path, config_.timeline_mark_cycles);
+Timeline* Tracer::open_timeline() {
+  if (!timeline_) timeline_ = std::make_unique<Timeline>();
+  return timeline_.get();
 }
 
-void Engine::timeline_stop() {
+Status Tracer::start(const std::string& path) {
+  if (!timeline_) return Status::ok();  // only rank 0 writes
+  return timeline_->start(path, mark_cycles_);
+}
+
+void Tracer::stop() {
   if (timeline_) timeline_->stop();
 }
 
-bool Engine::tracing() const {
+bool Tracer::tracing() const {
   return timeline_ && timeline_->active();
 }
 
@@ -29,12 +33,10 @@ bool traced(const Response& r) {
 
 }  // namespace
 
-// A cached tensor's negotiation starts when the first rank reports it in a round and ends in the
-// round where every rank has; each rank's tick marks the round it reported in.
-void Engine::trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMessage>>& messages,
-                                      const std::vector<uint64_t>& hits) {
+void Tracer::cached_negotiation(const ResponseCache& cache,
+                                const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                const std::vector<uint64_t>& hits) {
   if (!tracing()) return;
-  const ResponseCache& cache = sets_.at(0)->cache;
   for (size_t rank = 0; rank < messages.size(); ++rank) {
     const CacheBits* bits = nullptr;
     for (const CacheBits& b : messages[rank]->sets) {
@@ -60,9 +62,9 @@ void Engine::trace_cached_negotiation(const std::vector<std::unique_ptr<RoundMes
   }
 }
 
-void Engine::trace_queued(const std::vector<Response>& responses) {
+void Tracer::queued(const std::vector<Response>& responses) {
   if (!tracing()) return;
-  if (config_.timeline_mark_cycles) timeline_->mark_cycle();
+  if (mark_cycles_) timeline_->mark_cycle();
   for (const Response& r : responses) {
     if (!traced(r)) continue;
     for (const std::string& name : r.names) {
@@ -72,7 +74,7 @@ void Engine::trace_queued(const std::vector<Response>& responses) {
   }
 }
 
-void Engine::trace_execute(const Response& response, bool begin) {
+void Tracer::execute(const Response& response, bool begin) {
   if (!tracing() || !traced(response)) return;
   static const char* const kPhase[] = {"UCX_ALLREDUCE", "UCX_ALLGATHER", "UCX_BROADCAST",
                                        "UCX_BARRIER",   "UCX_ALLTOALL",  "UCX_REDUCESCATTER"};
@@ -86,7 +88,7 @@ void Engine::trace_execute(const Response& response, bool begin) {
   }
 }
 
-void Engine::trace_done(const Response& response, const std::vector<TensorEntry>& entries) {
+void Tracer::done(const Response& response, const std::vector<TensorEntry>& entries) {
   if (!tracing() || !traced(response)) return;
   for (const TensorEntry& e : entries) {
     timeline_->op_end(e.request.name, common::dtype_name(e.request.dtype),
@@ -94,14 +96,15 @@ void Engine::trace_done(const Response& response, const std::vector<TensorEntry>
   }
 }
 
-std::function<void(const char*, bool)> Engine::trace_phase(const Response& response) {
+std::function<void(const char*, bool)> Tracer::phases(const Response& response) {
   if (!tracing() || !traced(response)) return nullptr;
-  return [this, &response](const char* phase, bool begin) {
-    for (const std::string& name : response.names) {
+  // By value: a backend may report phases after the response moved on.
+  return [timeline = timeline_.get(), names = response.names](const char* phase, bool begin) {
+    for (const std::string& name : names) {
       if (begin) {
-        timeline_->activity_start(name, phase);
+        timeline->activity_start(name, phase);
       } else {
-        timeline_->activity_end(name);
+        timeline->activity_end(name);
       }
     }
   };

@@ -8,20 +8,20 @@
 // part of its own sets. Rounds complete in the same order everywhere, so any two ranks execute
 // the collectives they share in the same order, and warm steps never wait for a coordinator.
 #include "common/log.h"
-#include "core/engine.h"
 #include "core/fusion.h"
+#include "core/negotiation/negotiation.h"
 
 namespace hvdc::core {
 
 using transport::make_tag;
 using transport::TagKind;
 
-bool Engine::progress_rounds() {
+bool Negotiation::progress_rounds(std::deque<Response>* agreed) {
   bool busy = false;
   transport::Tag tag;
   std::string bytes;
-  while (transport_ && transport_->poll_message(make_tag(TagKind::kRound, 0, 0),
-                                                transport::kTagKindMask, &tag, &bytes)) {
+  while (ctx_.transport && ctx_.transport->poll_message(make_tag(TagKind::kRound, 0, 0),
+                                                        transport::kTagKindMask, &tag, &bytes)) {
     busy = true;
     auto msg = std::make_unique<RoundMessage>();
     const int from = transport::tag_source(tag);
@@ -31,45 +31,44 @@ bool Engine::progress_rounds() {
     }
     if (!st.is_ok() || msg->round <= round_) {
       // A lost or garbled round would leave the ranks disagreeing on what to run.
-      terminate((st.is_ok() ? common::make_error(HVD_ERR_INTERNAL, "stale round %llu",
+      ctx_.fail((st.is_ok() ? common::make_error(HVD_ERR_INTERNAL, "stale round %llu",
                                                  static_cast<unsigned long long>(msg->round))
                             : st)
-                    .with_context(common::strfmt("round message from rank %d", from)),
-                true);
+                    .with_context(common::strfmt("round message from rank %d", from)));
       return true;
     }
     auto& slot = inbox_[msg->round];
-    slot.resize(topology_.size);
+    slot.resize(config_.size);
     slot[from] = std::move(msg);
   }
-  if (!terminated_.is_ok()) return busy;
+  if (!running()) return busy;
   const bool peer_started = inbox_.count(round_ + 1) != 0;
   if (!in_round_ && (round_wanted_ || peer_started)) {
     send_round_message();
     busy = true;
-    if (!terminated_.is_ok()) return busy;
+    if (!running()) return busy;
   }
   if (in_round_) {
     const auto& messages = inbox_[round_ + 1];
-    if (messages.size() != static_cast<size_t>(topology_.size)) return busy;  // cannot happen
+    if (messages.size() != static_cast<size_t>(config_.size)) return busy;  // cannot happen
     for (const auto& m : messages) {
       if (!m) return round_timed_out(messages) || busy;
     }
-    complete_round();
+    complete_round(agreed);
     busy = true;
   }
   return busy;
 }
 
-void Engine::send_round_message() {
+void Negotiation::send_round_message() {
   auto mine = std::make_unique<RoundMessage>();
   mine->round = round_ + 1;
-  for (auto& [id, set] : sets_) {
+  for (auto& [id, set] : *ctx_.sets) {
     CacheBits bits = announce_cache_bits(*set);
     if (!bits.hits.empty() || !bits.invalid.empty()) mine->sets.push_back(std::move(bits));
   }
   mine->joined = self_joined_ ? 1 : 0;
-  for (auto& [id, set] : sets_) {
+  for (auto& [id, set] : *ctx_.sets) {
     for (Response& r : set->coordinator_out) mine->responses.responses.push_back(std::move(r));
     set->coordinator_out.clear();
   }
@@ -77,17 +76,17 @@ void Engine::send_round_message() {
   in_round_ = true;
   round_started_ = std::chrono::steady_clock::now();
   const uint64_t round = mine->round;
-  const std::string encoded = transport_ ? encode(*mine) : std::string();
+  const std::string encoded = ctx_.transport ? encode(*mine) : std::string();
   // In the inbox before anything can fail: a round is complete only with a message per rank.
   auto& slot = inbox_[round];
-  slot.resize(topology_.size);
-  slot[topology_.rank] = std::move(mine);
-  for (int p = 0; transport_ && p < topology_.size; ++p) {
-    if (p == topology_.rank) continue;
+  slot.resize(config_.size);
+  slot[config_.rank] = std::move(mine);
+  for (int p = 0; ctx_.transport && p < config_.size; ++p) {
+    if (p == config_.rank) continue;
     Status st =
-        transport_->send_message(p, make_tag(TagKind::kRound, topology_.rank, round), encoded);
+        ctx_.transport->send_message(p, make_tag(TagKind::kRound, config_.rank, round), encoded);
     if (!st.is_ok()) {
-      terminate(st.with_context("sending a round message"), true);
+      ctx_.fail(st.with_context("sending a round message"));
       return;
     }
   }
@@ -98,9 +97,9 @@ void Engine::send_round_message() {
 // process stopped. Only a round tells them apart: any live rank's engine thread answers one.
 // So while ops wait here, an empty round goes out every HVDC_TIMEOUT / 2, and a rank that does
 // not answer it within HVDC_TIMEOUT times out (round_timed_out).
-void Engine::probe_liveness(std::chrono::steady_clock::time_point now,
-                            std::chrono::steady_clock::duration oldest_age) {
-  if (config_.timeout_seconds <= 0 || in_round_ || round_wanted_ || !transport_) return;
+void Negotiation::probe_liveness(std::chrono::steady_clock::time_point now,
+                                 std::chrono::steady_clock::duration oldest_age) {
+  if (config_.timeout_seconds <= 0 || in_round_ || round_wanted_ || !ctx_.transport) return;
   const auto half = std::chrono::milliseconds(config_.timeout_seconds * 500);
   if (now - last_round_done_ < half || oldest_age < half) return;
   round_wanted_ = true;
@@ -110,7 +109,7 @@ void Engine::probe_liveness(std::chrono::steady_clock::time_point now,
 // cannot be reached (a dead peer's connection error ends the engine's work sooner). The extra
 // half: a rank running a collective with a stopped peer answers no round, but its own transfer
 // times out after HVDC_TIMEOUT and its notice names the stopped peer, not itself.
-bool Engine::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages) {
+bool Negotiation::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages) {
   if (config_.timeout_seconds <= 0) return false;
   const auto waited = std::chrono::steady_clock::now() - round_started_;
   if (waited < std::chrono::milliseconds(config_.timeout_seconds * 1500)) return false;
@@ -118,18 +117,17 @@ bool Engine::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& m
   for (size_t r = 0; r < messages.size(); ++r) {
     if (!messages[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
   }
-  terminate(common::make_error(HVD_ERR_TIMEOUT,
+  ctx_.fail(common::make_error(HVD_ERR_TIMEOUT,
                                "rank %d: negotiation round %llu got no message from rank(s) %s "
                                "for %g s (1.5 x HVDC_TIMEOUT); they stopped, hang or are "
                                "unreachable",
-                               topology_.rank, static_cast<unsigned long long>(round_ + 1),
-                               missing.c_str(), config_.timeout_seconds * 1.5),
-            true);
+                               config_.rank, static_cast<unsigned long long>(round_ + 1),
+                               missing.c_str(), config_.timeout_seconds * 1.5));
   return true;
 }
 
 // The set's cache slots ready here and found stale here; empty vectors when there are none.
-CacheBits Engine::announce_cache_bits(SetState& set) {
+CacheBits Negotiation::announce_cache_bits(SetState& set) {
   CacheBits bits;
   bits.process_set = set.info.id;
   const bool joined_here = self_joined_ && set.info.id == 0;
@@ -157,7 +155,7 @@ CacheBits Engine::announce_cache_bits(SetState& set) {
 // Every rank derives the same order: the coordinators' responses in rank order, then per set
 // (ascending id) its cached tensors ready on every member. A rank keeps the part of its sets,
 // so any two ranks run the collectives they share in the same relative order.
-void Engine::complete_round() {
+void Negotiation::complete_round(std::deque<Response>* agreed) {
   auto node = inbox_.extract(round_ + 1);
   std::vector<std::unique_ptr<RoundMessage>>& messages = node.mapped();
   std::vector<Response> list;
@@ -167,18 +165,18 @@ void Engine::complete_round() {
     }
   }
   std::vector<Response> cached;
-  for (auto& [id, set] : sets_) {
+  for (auto& [id, set] : *ctx_.sets) {
     for (Response& r : agree_cached(*set, messages, list)) cached.push_back(std::move(r));
   }
   for (Response& r : cached) list.push_back(std::move(r));
   ++round_;
   in_round_ = false;
   last_round_done_ = std::chrono::steady_clock::now();
-  ++stats_.rounds;
-  for (auto& [id, set] : sets_) revalidate_pending_hits(*set);
-  trace_queued(list);
+  ++ctx_.stats->rounds;
+  for (auto& [id, set] : *ctx_.sets) revalidate_pending_hits(*set);
+  ctx_.tracer->queued(list);
   for (Response& r : fuse_responses(std::move(list), config_.fusion_threshold)) {
-    responses_.push_back(std::move(r));
+    agreed->push_back(std::move(r));
   }
 }
 
@@ -200,7 +198,7 @@ uint64_t word_at(const std::vector<uint64_t>& words, size_t w) {
 // One set's share of a completed round: the AND of its members' hit bits (a joined rank reports
 // every cached allreduce as ready, so a tensor runs only when some rank that has not joined
 // submitted it), the stale entries, and the cache updates. Returns the cached tensors to run.
-std::vector<Response> Engine::agree_cached(
+std::vector<Response> Negotiation::agree_cached(
     SetState& set, const std::vector<std::unique_ptr<RoundMessage>>& messages,
     const std::vector<Response>& negotiated) {
   const size_t words = set.cache.words();
@@ -219,7 +217,7 @@ std::vector<Response> Engine::agree_cached(
     }
   }
   for (size_t w = 0; w < words; ++w) hits[w] &= wanted[w];
-  if (set.info.id == 0) trace_cached_negotiation(messages, hits);
+  if (set.info.id == 0) ctx_.tracer->cached_negotiation(set.cache, messages, hits);
   if (peer_joined) demote_unjoinable_hits(set);
   std::vector<Response> cached = take_cache_hits(set, hits);
   for_each_set_bit(invalid, [&](uint32_t slot) { set.cache.erase(slot); });
@@ -227,24 +225,25 @@ std::vector<Response> Engine::agree_cached(
   return cached;
 }
 
-std::vector<Response> Engine::take_cache_hits(SetState& set, const std::vector<uint64_t>& hits) {
+std::vector<Response> Negotiation::take_cache_hits(SetState& set,
+                                                   const std::vector<uint64_t>& hits) {
   std::vector<Response> out;
   for_each_set_bit(hits, [&](uint32_t slot) {
     out.push_back(set.cache.response(slot));
     set.cache.touch(slot);
     set.pending_hits.erase(out.back().names[0]);
   });
-  stats_.cache_hits += out.size();
+  ctx_.stats->cache_hits += out.size();
   return out;
 }
 
 // Caches the set's newly negotiated responses (`responses` holds every set's).
-void Engine::cache_responses(SetState& set, const std::vector<Response>& responses) {
+void Negotiation::cache_responses(SetState& set, const std::vector<Response>& responses) {
   if (set.cache.capacity() == 0) return;
   for (const Response& r : responses) {
     if (r.process_set != set.info.id || !ResponseCache::cacheable(r)) continue;
     Request local;
-    if (!queue_.request_of(set.info.id, r.names[0], &local)) {
+    if (!ctx_.queue->request_of(set.info.id, r.names[0], &local)) {
       // Every member submitted it, so this cannot happen while the engine runs; caching it
       // anyway (with metadata no request matches) keeps the caches identical on every member.
       local.name = r.names[0];
@@ -252,7 +251,7 @@ void Engine::cache_responses(SetState& set, const std::vector<Response>& respons
       local.dtype = -1;
     }
     if (set.cache.put(r, local)) continue;
-    ++stats_.cache_evictions;
+    ++ctx_.stats->cache_evictions;
     if (!warned_eviction_ && set.coordinator()) {
       warned_eviction_ = true;
       HVDC_LOG_WARNING(
@@ -265,14 +264,14 @@ void Engine::cache_responses(SetState& set, const std::vector<Response>& respons
 
 // Cached tensors still waiting may have lost their slot this round (evicted or found stale):
 // those go to the coordinator instead.
-void Engine::revalidate_pending_hits(SetState& set) {
+void Negotiation::revalidate_pending_hits(SetState& set) {
   // Slots move only when entries come or go; most rounds change none.
   if (set.cache.generation() == set.revalidated_generation) return;
   set.revalidated_generation = set.cache.generation();
   std::vector<Request> demoted;
   for (auto it = set.pending_hits.begin(); it != set.pending_hits.end();) {
     Request request;
-    if (!queue_.request_of(set.info.id, it->first, &request)) {
+    if (!ctx_.queue->request_of(set.info.id, it->first, &request)) {
       it = set.pending_hits.erase(it);  // no longer in flight (cannot happen while running)
       continue;
     }
@@ -298,7 +297,7 @@ namespace hvdc::core {
 
 // Only allreduces run while a rank has joined: other cached ops go to the coordinator, which
 // fails them on every rank.
-void Engine::demote_unjoinable_hits(SetState& set) {
+void Negotiation::demote_unjoinable_hits(SetState& set) {
   for (const auto& [name, hit] : set.pending_hits) {
     if (set.cache.response(hit.slot).op_type == OpType::kAllreduce) continue;
     set_bit(set.invalid_bits, hit.slot);
@@ -308,14 +307,14 @@ void Engine::demote_unjoinable_hits(SetState& set) {
 
 // A cached tensor that waits longer than the stall check time is missing on some rank; only the
 // coordinator can say which. Marking its slot stale makes every member send it there.
-bool Engine::expose_stalled_hits() {
+bool Negotiation::expose_stalled_hits() {
   if (config_.stall_check_seconds <= 0) return false;
   const auto now = std::chrono::steady_clock::now();
   if (now < next_stall_check_) return false;
   next_stall_check_ = now + std::chrono::milliseconds(100);
   const auto limit = std::chrono::seconds(config_.stall_check_seconds);
   bool any = false;
-  for (auto& [id, set] : sets_) {
+  for (auto& [id, set] : *ctx_.sets) {
     for (const auto& [name, hit] : set->pending_hits) {
       if (now - hit.since < limit) continue;
       set_bit(set->invalid_bits, hit.slot);

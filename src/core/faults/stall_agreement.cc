@@ -1,16 +1,18 @@
 // Stall agreement: after a collective timed out here, the stalled ranks exchange whom they waited
 // for during a short grace period, so that every survivor names the rank that actually stopped
 // rather than a live neighbour that was waiting for it too (see stall_agreement.h).
-#include "core/stall_agreement.h"
+#include "core/faults/stall_agreement.h"
 
 #include <algorithm>
 #include <set>
 
 #include "common/log.h"
-#include "core/engine.h"
+#include "core/message.h"
+#include "core/topology.h"
 
 namespace hvdc::core {
 
+using common::Status;
 using transport::make_tag;
 using transport::TagKind;
 
@@ -43,25 +45,26 @@ const char* stopped_text(const std::vector<int>& ranks) {
 }  // namespace
 
 // Long enough for the reports of ranks that stalled a little later; short beside the timeout.
-std::chrono::steady_clock::duration Engine::stall_grace() const {
-  const double seconds = std::clamp(config_.timeout_seconds * 0.25, 0.25, 2.0);
+std::chrono::steady_clock::duration StallAgreement::grace() const {
+  const double seconds = std::clamp(timeout_seconds_ * 0.25, 0.25, 2.0);
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(seconds));
 }
 
-void Engine::send_stall_report(const std::vector<int>& waiting_for) {
+void StallAgreement::send_report(const std::vector<int>& waiting_for) {
   StallReport report;
   report.waiting_for.assign(waiting_for.begin(), waiting_for.end());
   const std::string encoded = encode(report);
-  for (int p = 0; p < topology_.size; ++p) {
-    if (p == topology_.rank) continue;
+  const int self = transport_->rank();
+  for (int p = 0; p < transport_->size(); ++p) {
+    if (p == self) continue;
     // Best effort: the stopped peer may never take it.
-    (void)transport_->send_message(p, make_tag(TagKind::kStall, topology_.rank, 0), encoded);
+    (void)transport_->send_message(p, make_tag(TagKind::kStall, self, 0), encoded);
   }
 }
 
 // Stores the reports that arrived; true if any did.
-bool Engine::collect_stall_reports() {
+bool StallAgreement::collect() {
   transport::Tag tag;
   std::string bytes;
   bool got = false;
@@ -72,7 +75,7 @@ bool Engine::collect_stall_reports() {
     StallReport report;
     Status st = decode(bytes, &report);
     for (int64_t r : report.waiting_for) {
-      if (st.is_ok() && (r < 0 || r >= topology_.size)) {
+      if (st.is_ok() && (r < 0 || r >= transport_->size())) {
         st = common::make_error(HVD_ERR_INTERNAL, "rank %lld out of range",
                                 static_cast<long long>(r));
       }
@@ -81,7 +84,7 @@ bool Engine::collect_stall_reports() {
       HVDC_LOG_WARNING("ignoring a stall report from rank %d: %s", from, st.message().c_str());
       continue;
     }
-    stall_reports_[from].assign(report.waiting_for.begin(), report.waiting_for.end());
+    reports_[from].assign(report.waiting_for.begin(), report.waiting_for.end());
   }
   return got;
 }
@@ -89,41 +92,40 @@ bool Engine::collect_stall_reports() {
 // Every rank, from its engine loop and from inside its waits: the first report is answered with
 // whom this rank waits for now (nobody, outside a collective). A rank that stalled a little later
 // than the reporter has not timed out yet; its answer lets the reporter follow the waits on.
-bool Engine::poll_stall_reports() {
-  if (!transport_ || !collect_stall_reports()) return false;
-  if (!stall_answered_) {
-    stall_answered_ = true;
-    send_stall_report(transport_->waited_peers());
+bool StallAgreement::poll() {
+  if (!collect()) return false;
+  if (!answered_) {
+    answered_ = true;
+    send_report(transport_->waited_peers());
   }
   return true;
 }
 
-// `timeout`: the transport's error for the collective that stalled here. Returns it with the
-// cause appended, or the status a peer's notice or a failed connection ended the work with.
-Status Engine::agree_on_stall(const Status& timeout) {
-  const std::vector<int> mine = transport_ ? transport_->waited_peers() : std::vector<int>{};
-  if (mine.empty() || !terminated_.is_ok()) return timeout;
-  stall_answered_ = true;  // this report answers any that come later
-  send_stall_report(mine);
-  const auto until = std::chrono::steady_clock::now() + stall_grace();
+Status StallAgreement::agree(const Status& timeout, const transport::Interrupt& interrupt) {
+  const std::vector<int> mine = transport_->waited_peers();
+  if (mine.empty()) return timeout;
+  answered_ = true;  // this report answers any that come later
+  send_report(mine);
+  const auto until = std::chrono::steady_clock::now() + grace();
   while (std::chrono::steady_clock::now() < until) {
     transport_->progress();
     // A peer that concluded first, or a connection that failed meanwhile, settles it.
-    if (!interrupt_check().is_ok()) return terminated_;
+    Status ended = interrupt();
+    if (!ended.is_ok()) return ended;
     transport_->sleep(-1, 1);
   }
-  poll_stall_reports();
-  std::map<int, std::vector<int>> reports = stall_reports_;
-  reports[topology_.rank] = mine;
-  return Status(timeout.code(), timeout.message() + "; " + stall_cause(mine, reports));
+  poll();
+  std::map<int, std::vector<int>> reports = reports_;
+  reports[transport_->rank()] = mine;
+  return Status(timeout.code(), timeout.message() + "; " + cause(mine, reports));
 }
 
-std::string Engine::stall_cause(const std::vector<int>& mine,
-                                const std::map<int, std::vector<int>>& reports) const {
-  const std::vector<int> culprits = stall_culprits(topology_.rank, reports);
+std::string StallAgreement::cause(const std::vector<int>& mine,
+                                  const std::map<int, std::vector<int>>& reports) const {
+  const std::vector<int> culprits = stall_culprits(transport_->rank(), reports);
   std::vector<int> waiting;  // the other ranks that reported a stall
   for (const auto& [rank, ignored] : reports) {
-    if (rank != topology_.rank) waiting.push_back(rank);
+    if (rank != transport_->rank()) waiting.push_back(rank);
   }
   if (culprits.empty()) {
     return common::strfmt(

@@ -1,0 +1,150 @@
+#include "core/execution/executor.h"
+
+#include <utility>
+
+namespace hvdc::core {
+
+using common::make_error;
+
+namespace {
+
+bool to_collective(OpType type, ops::Collective* out) {
+  switch (type) {
+    case OpType::kAllreduce:
+      *out = ops::Collective::kAllreduce;
+      return true;
+    case OpType::kAllgather:
+      *out = ops::Collective::kAllgather;
+      return true;
+    case OpType::kBroadcast:
+      *out = ops::Collective::kBroadcast;
+      return true;
+    case OpType::kBarrier:
+      *out = ops::Collective::kBarrier;
+      return true;
+    case OpType::kAlltoall:
+      *out = ops::Collective::kAlltoall;
+      return true;
+    case OpType::kReducescatter:
+      *out = ops::Collective::kReducescatter;
+      return true;
+    case OpType::kJoin:
+    case OpType::kProcessSetCreate:
+    case OpType::kProcessSetDestroy:
+      break;  // not collectives over data (the engine runs them)
+  }
+  return false;
+}
+
+// What the backend sees of one entry: its buffers, and its op state's output allocator.
+ops::TensorArgs tensor_args(TensorEntry& entry) {
+  ops::TensorArgs t;
+  const Request& r = entry.request;
+  t.name = r.name;
+  t.shape = r.shape;
+  t.input = entry.input;
+  t.output = entry.output;
+  t.splits = entry.splits;
+  OpState* state = entry.state.get();
+  const hvd_device_t device{r.device_type, r.device_id};
+  const int32_t dtype = r.dtype;
+  t.allocate_output = [state, device, dtype](const std::vector<int64_t>& shape, size_t bytes) {
+    return state->allocate_output(dtype, shape, device, bytes);
+  };
+  t.set_received_splits = [state](std::vector<int64_t> rows) {
+    state->set_received_splits(std::move(rows));
+  };
+  return t;
+}
+
+}  // namespace
+
+Executor::Executor(std::map<int32_t, std::unique_ptr<ops::Backend>> backends)
+    : backends_(std::move(backends)) {}
+
+Executor::~Executor() = default;
+
+void Executor::start(Response response, std::vector<TensorEntry> entries, ops::Group group,
+                     bool joined, std::function<void(const char*, bool)> trace) {
+  running_.push_back(
+      Running{FinishedOp{std::move(response), std::move(entries), Status::ok()}, nullptr});
+  Running& running = running_.back();
+  running.op.status = launch(running, std::move(group), joined, std::move(trace));
+  if (!running.op.status.is_ok()) running.pending.reset();
+}
+
+Status Executor::launch(Running& running, ops::Group group, bool joined,
+                        std::function<void(const char*, bool)> trace) {
+  const Response& response = running.op.response;
+  std::vector<TensorEntry>& entries = running.op.entries;
+  const bool joined_allreduce =
+      joined && response.process_set == 0 && response.op_type == OpType::kAllreduce;
+  if (entries.size() != response.names.size() && !joined_allreduce) {
+    return make_error(HVD_ERR_INTERNAL, "%zu of the %zu tensors of a %s are not pending here",
+                      response.names.size() - entries.size(), response.names.size(),
+                      op_type_name(response.op_type));
+  }
+  ops::Backend* backend = nullptr;
+  for (const TensorEntry& entry : entries) {
+    auto it = backends_.find(entry.request.device_type);
+    if (it == backends_.end()) {
+      return make_error(HVD_ERR_UNSUPPORTED,
+                        "tensor '%s' is on a CUDA device; this build of hvdc has no GPU data path "
+                        "yet (every rank reports this error)",
+                        entry.request.name.c_str());
+    }
+    backend = it->second.get();
+  }
+  ops::CollectiveArgs op;
+  if (!to_collective(response.op_type, &op.type)) {
+    return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
+  }
+  // A joined rank with no entry at all runs the allreduce on the agreed device's backend.
+  if (backend == nullptr) {
+    auto it = backends_.find(response.device_type);
+    if (it == backends_.end()) {
+      return make_error(HVD_ERR_UNSUPPORTED, "no data path for device type %d here",
+                        static_cast<int>(response.device_type));
+    }
+    backend = it->second.get();
+  }
+  op.dtype = response.dtype;
+  op.reduce_op = response.reduce_op;
+  op.root = response.root;
+  op.prescale = response.prescale;
+  op.postscale = response.postscale;
+  op.sizes = response.sizes;
+  size_t e = 0;
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    if (e < entries.size() && entries[e].request.name == response.names[i]) {
+      op.tensors.push_back(tensor_args(entries[e++]));
+    } else {
+      op.tensors.emplace_back();  // a joined rank: zeros (ops::TensorArgs)
+      op.tensors.back().name = response.names[i];
+    }
+    if (i < response.counts.size()) op.tensors.back().count = response.counts[i];
+  }
+  op.group = std::move(group);
+  op.trace = std::move(trace);
+  return backend->start(op, &running.pending);
+}
+
+std::vector<FinishedOp> Executor::poll() {
+  for (Running& running : running_) {
+    if (running.pending && running.pending->poll(&running.op.status)) running.pending.reset();
+  }
+  std::vector<FinishedOp> finished;
+  while (!running_.empty() && !running_.front().pending) {
+    finished.push_back(std::move(running_.front().op));
+    running_.pop_front();
+  }
+  return finished;
+}
+
+std::vector<const Response*> Executor::running() const {
+  std::vector<const Response*> out;
+  for (const Running& running : running_) out.push_back(&running.op.response);
+  return out;
+}
+
+}  // namespace hvdc::core

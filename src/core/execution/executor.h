@@ -1,0 +1,59 @@
+// The execution stage: turns an agreed response and this rank's entries into a collective for
+// the backend of the tensors' device type, and keeps the collectives in flight until their
+// backend reports them finished. Every rank starts the same collectives in the same order;
+// finished ones come back in that order too.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/message.h"
+#include "core/tensor_queue.h"
+#include "ops/backend.h"
+
+namespace hvdc::core {
+
+// A collective whose backend finished it (status says how), with the entries it ran on.
+struct FinishedOp {
+  Response response;
+  std::vector<TensorEntry> entries;
+  Status status;
+};
+
+class Executor {
+ public:
+  // Backends by device type (HVD_DEVICE_CPU, ...); an op on a device type with none fails.
+  explicit Executor(std::map<int32_t, std::unique_ptr<ops::Backend>> backends);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Starts the collective of `response` over `entries` (this rank's, in the response's name
+  // order) among `group`. `joined`: this rank called hvd_join and contributes zeros for the
+  // allreduce tensors it lacks. A collective that cannot start, or that finishes at once, is
+  // finished here, and comes back from the next poll() all the same.
+  void start(Response response, std::vector<TensorEntry> entries, ops::Group group, bool joined,
+             std::function<void(const char*, bool)> trace);
+  // Collectives finished since the last call, in start order (a later one that finished waits
+  // for the earlier ones). Never blocks.
+  std::vector<FinishedOp> poll();
+  bool idle() const { return running_.empty(); }
+  // The responses started and not yet returned by poll(), oldest first (for hang reports).
+  std::vector<const Response*> running() const;
+
+ private:
+  struct Running {
+    FinishedOp op;
+    std::unique_ptr<ops::PendingCollective> pending;  // null once finished
+  };
+  Status launch(Running& running, ops::Group group, bool joined,
+                std::function<void(const char*, bool)> trace);
+
+  std::map<int32_t, std::unique_ptr<ops::Backend>> backends_;
+  std::deque<Running> running_;
+};
+
+}  // namespace hvdc::core

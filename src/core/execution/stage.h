@@ -1,0 +1,69 @@
+// The execution stage: runs the agreed responses in order. Collectives go to the executor (and
+// their backend) and complete when it reports them finished; join and process set changes run
+// here, once the collectives before them finished. A failed transfer ends the engine's work,
+// after the stall agreement names whom the ranks waited for.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/engine_stats.h"
+#include "core/execution/executor.h"
+#include "core/faults/stall_agreement.h"
+#include "core/negotiation/negotiation.h"
+#include "core/sets/member_sets.h"
+#include "core/tensor_queue.h"
+#include "core/tracing/tracer.h"
+#include "transport/transport.h"
+
+namespace hvdc::core {
+
+// What execution works on, owned by the engine (engine thread only).
+struct StageContext {
+  transport::Transport* transport = nullptr;  // null on a single rank
+  MemberSets* sets = nullptr;
+  TensorQueue* queue = nullptr;
+  EngineStats* stats = nullptr;
+  Tracer* tracer = nullptr;
+  Negotiation* negotiation = nullptr;  // whether this rank has joined
+  StallAgreement* stalls = nullptr;    // null without a transport
+  // Ends the engine's work on every rank.
+  std::function<void(const Status&)> fail;
+  // Called while a collective waits for peers; non-ok once the engine's work ended.
+  transport::Interrupt interrupt;
+  // True once a peer that shut down has nothing more to run with this rank (its work ends).
+  std::function<bool()> peer_shutdown_reached;
+  const Status* terminated = nullptr;  // non-ok once the engine's work ended
+};
+
+class ExecutionStage {
+ public:
+  ExecutionStage(std::map<int32_t, std::unique_ptr<ops::Backend>> backends, StageContext context)
+      : ctx_(std::move(context)), executor_(std::move(backends)) {}
+
+  // Starts or runs the agreed responses, front first; true if there were any.
+  bool execute(std::deque<Response>* agreed);
+  // Completes the collectives whose backend finished them; true if there were any.
+  bool finish_executed();
+  bool idle() const { return executor_.idle(); }
+  // Started, not yet finished (for hang reports).
+  std::vector<const Response*> running() const { return executor_.running(); }
+  // The set of the collective being started now, if any (its op number is the running one's).
+  const SetState* starting() const { return starting_; }
+
+ private:
+  void execute_one(Response response);
+  void finish(FinishedOp op);
+  void count_executed(const Response& response);
+  Status execute_here(const Response& response, std::vector<TensorEntry>& entries);
+  ops::Group group_of(const SetState& set);
+
+  StageContext ctx_;
+  Executor executor_;
+  SetState* starting_ = nullptr;
+};
+
+}  // namespace hvdc::core

@@ -1,0 +1,110 @@
+// Negotiation: how the ranks agree on what to execute, in which order. Tensors the response
+// cache cannot settle go to their set's coordinator (negotiation.cc); rounds of agreement carry
+// the coordinators' responses and the cache bits to every rank (rounds.cc), and every rank
+// derives the same ordered list of responses from each completed round.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/engine_stats.h"
+#include "core/message.h"
+#include "core/process_set_table.h"
+#include "core/set_state.h"
+#include "core/tensor_queue.h"
+#include "core/tracing/tracer.h"
+#include "transport/transport.h"
+
+namespace hvdc::core {
+
+struct NegotiationConfig {
+  int rank = 0;
+  int size = 1;
+  int timeout_seconds = 60;      // HVDC_TIMEOUT: a round without a peer's message this long fails
+  int stall_check_seconds = 60;  // HVDC_STALL_CHECK_TIME: cached tensors waiting longer go to
+                                 // the coordinator, which names the missing ranks
+  size_t fusion_threshold = 2 << 20;
+};
+
+// What negotiation works on, owned by the engine (engine thread only).
+struct NegotiationContext {
+  transport::Transport* transport = nullptr;                     // null on a single rank
+  std::map<int32_t, std::unique_ptr<SetState>>* sets = nullptr;  // this rank's process sets
+  const ProcessSetTable* table = nullptr;                        // every set of the job
+  TensorQueue* queue = nullptr;
+  EngineStats* stats = nullptr;
+  Tracer* tracer = nullptr;
+  // Ends the engine's work on every rank (a peer's garbled message, a round that timed out).
+  std::function<void(const Status&)> fail;
+  const Status* terminated = nullptr;  // non-ok once the engine's work ended
+};
+
+class Negotiation {
+ public:
+  Negotiation(const NegotiationConfig& config, NegotiationContext context)
+      : config_(config), ctx_(std::move(context)) {}
+
+  // Reports the requests submitted since the last call: cached ones in the next round, the
+  // others to their set's coordinator. True if there were any.
+  bool report_local_requests();
+  // As a coordinator: takes the peers' request lists and queues what its sets negotiated for the
+  // next round. True if anything happened.
+  bool coordinate();
+  // Sends cached tensors that wait past the stall check time to the coordinator instead.
+  bool expose_stalled_hits();
+  // Takes round messages, joins or starts the next round, and appends each completed round's
+  // responses (fused) to *agreed. True if anything happened.
+  bool progress_rounds(std::deque<Response>* agreed);
+  // While ops wait, an empty round now and then tells a stopped peer from a busy one.
+  void probe_liveness(std::chrono::steady_clock::time_point now,
+                      std::chrono::steady_clock::duration oldest_age);
+  // After a set's creation ran here: the requests that members which ran it sooner sent for it
+  // go to its coordinator now.
+  void release_early_requests();
+  // hvd_join was called here and its join has not completed: this rank contributes zeros.
+  bool joined() const { return self_joined_; }
+  void join_completed() { self_joined_ = false; }
+
+ private:
+  SetState* member_set(int32_t id);
+  bool running() const { return ctx_.terminated->is_ok(); }
+  // negotiation.cc
+  void report_request(Request request, std::map<SetState*, std::vector<Request>>* uncached);
+  void send_uncached(SetState& set, std::vector<Request> requests);
+  void add_remote_requests(int from, RequestList list);
+  bool take_coordinated(SetState& set);
+  // rounds.cc
+  void send_round_message();
+  CacheBits announce_cache_bits(SetState& set);
+  void complete_round(std::deque<Response>* agreed);
+  bool round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages);
+  std::vector<Response> agree_cached(SetState& set,
+                                     const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                     const std::vector<Response>& negotiated);
+  std::vector<Response> take_cache_hits(SetState& set, const std::vector<uint64_t>& hits);
+  void cache_responses(SetState& set, const std::vector<Response>& responses);
+  void revalidate_pending_hits(SetState& set);
+  void demote_unjoinable_hits(SetState& set);
+
+  const NegotiationConfig config_;
+  NegotiationContext ctx_;
+  uint64_t round_ = 0;         // rounds completed
+  bool in_round_ = false;      // this rank's message for round_ + 1 is out
+  bool round_wanted_ = false;  // something new to announce
+  std::chrono::steady_clock::time_point round_started_;  // when this rank's message went out
+  std::chrono::steady_clock::time_point last_round_done_;
+  std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
+  std::chrono::steady_clock::time_point next_stall_check_;
+  bool warned_eviction_ = false;
+  bool self_joined_ = false;
+  // Requests for sets not created here yet, by set id and sender.
+  std::map<int32_t, std::map<int, RequestList>> early_requests_;
+};
+
+}  // namespace hvdc::core

@@ -1,0 +1,99 @@
+// The seam between the engine and the collective algorithms. Core describes one agreed
+// collective (what to run, on which buffers, among which ranks); the backend for the tensors'
+// memory kind runs it: the algorithms, the copies and the scaling are the backend's. Core never
+// touches tensor data itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/transport.h"
+
+namespace hvdc::ops {
+
+using common::Status;
+
+enum class Collective : int32_t {
+  kAllreduce,
+  kAllgather,
+  kBroadcast,
+  kBarrier,
+  kAlltoall,
+  kReducescatter
+};
+
+// One tensor of a collective, as this rank submitted it.
+struct TensorArgs {
+  std::string name;
+  std::vector<int64_t> shape;
+  const void* input = nullptr;
+  void* output = nullptr;
+  // Allreduce: the agreed element count. A rank that joined (hvd_join) and has no tensor of that
+  // name has input == output == nullptr: the backend contributes zeros of this count.
+  int64_t count = 0;
+  std::vector<int64_t> splits;  // alltoall: rows sent to each member (empty: an equal split)
+  // Outputs whose size is known only now (allgather, alltoall): nullptr if the caller's
+  // allocator refused.
+  std::function<void*(const std::vector<int64_t>& shape, size_t bytes)> allocate_output;
+  // Alltoall: rows received from each member, once known.
+  std::function<void(std::vector<int64_t> rows)> set_received_splits;
+};
+
+// Who takes part in a collective and how its messages are told apart from other ops'.
+struct Group {
+  transport::Transport* transport = nullptr;  // null on a single rank
+  std::vector<int> members;                   // global rank of each member
+  int index = 0;                              // this rank's position in members
+  uint32_t context = 0;                       // the process set's tag context
+  uint64_t seq = 0;                           // the op's number in its set, the same everywhere
+  // Called while waiting for peers; a non-ok status (the engine's work ended) stops the op.
+  transport::Interrupt interrupt;
+
+  int size() const { return static_cast<int>(members.size()); }
+};
+
+// One collective, agreed on by every member: every member runs the same one, in the same order.
+struct CollectiveArgs {
+  Collective type = Collective::kAllreduce;
+  int32_t dtype = 0;
+  int32_t reduce_op = 0;
+  int32_t root = 0;  // broadcast: the root's index in the group
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> sizes;       // allgather: each member's first dimension
+  std::vector<TensorArgs> tensors;  // more than one: a fused allreduce
+  Group group;
+  // Marks the start (true) and end (false) of a phase for the timeline; may be empty.
+  std::function<void(const char* phase, bool begin)> trace;
+};
+
+// A collective a backend started and finishes later (on a device stream, for instance).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Never blocks. True once the collective finished; *status then holds its result.
+  virtual bool poll(Status* status) = 0;
+};
+
+// Tuning for the backends (HVDC_* settings).
+struct BackendOptions {
+  size_t small_allreduce_bytes = 64 << 10;  // host allreduce: direct up to this size
+  size_t segment_bytes = 256 << 10;         // host pipelines: bytes per segment
+  bool deterministic = false;               // reduce in member order whatever the sizes
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Runs `op`, or starts it. A backend that finishes before returning leaves *pending null and
+  // returns the result; one that finishes later returns ok with *pending set, and core polls it.
+  // Either way, the tensors' buffers stay valid until the op finished.
+  virtual Status start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) = 0;
+};
+
+}  // namespace hvdc::ops

@@ -1,0 +1,42 @@
+// The backend for host memory: runs collectives over the transport with the algorithms of
+// ops/cpu, and does the copies and scaling around them. Every op finishes before start()
+// returns.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ops/backend.h"
+#include "ops/cpu/comm.h"
+
+namespace hvdc::ops::cpu {
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& options) : options_(options) {}
+  Status start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) override;
+
+ private:
+  Comm make_comm(const CollectiveArgs& op);
+  Status run_allreduce(const CollectiveArgs& op);
+  std::vector<Piece> allreduce_pieces(const CollectiveArgs& op);
+  Status run_allgather(const CollectiveArgs& op);
+  Status run_broadcast(const CollectiveArgs& op);
+  // backend_exchange.cc
+  Status run_alltoall(const CollectiveArgs& op);
+  Status run_reducescatter(const CollectiveArgs& op);
+
+  BackendOptions options_;
+  std::vector<char> scratch_;
+  std::vector<char> staging_;
+  std::vector<char> reduce_work_;              // reducescatter's accumulation copy
+  std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
+};
+
+// Elements in a tensor of this shape from dimension `from` on.
+size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
+// Output of `rows` rows shaped like the input's other dimensions (allgather, alltoall).
+Status allocate_rows(const TensorArgs& tensor, int32_t dtype, const char* what, int64_t rows,
+                     char** out);
+
+}  // namespace hvdc::ops::cpu
