@@ -89,8 +89,9 @@ enum {
   HVD_BFLOAT16 = 10
 };
 
-/* Reductions. Integers: SUM and PRODUCT wrap modulo 2^bits; AVERAGE is the sum divided by the
- * number of ranks, truncated toward zero. BOOL: SUM = OR, PRODUCT = AND, MIN = AND, MAX = OR,
+/* Reductions. Integers: SUM and PRODUCT wrap modulo 2^bits; AVERAGE is the exact sum (it never
+ * wraps) divided by the number of ranks, truncated toward zero, so it is always in range (int8 100
+ * on every rank averages to 100). BOOL: SUM = OR, PRODUCT = AND, MIN = AND, MAX = OR,
  * AVERAGE is rejected. FLOAT16/BFLOAT16 accumulate in float32 and round once per step. */
 enum { HVD_OP_AVERAGE = 0, HVD_OP_SUM = 1, HVD_OP_MIN = 3, HVD_OP_MAX = 4, HVD_OP_PRODUCT = 5 };
 

@@ -1,5 +1,6 @@
 // Tests for the element-wise maps of the CPU reduce kernels (src/ops/cpu/reduce): scale() (pre-
-// and postscale factors) and divide() (averages).
+// and postscale factors), divide() (float averages) and the wide lanes of exact integer averages
+// (average_lanes.h).
 //
 // Expectations never come from the code under test: integers against 128-bit arithmetic, floats
 // against double, 16-bit floats against the reference encoder of kernel_reference.h.
@@ -16,6 +17,7 @@
 #include "common/dtype.h"
 #include "hvdc.h"
 #include "kernel_reference.h"
+#include "ops/cpu/reduce/average_lanes.h"
 #include "ops/cpu/reduce/reduce.h"
 
 namespace {
@@ -23,8 +25,12 @@ namespace {
 using namespace kernel_test;
 using hvdc::common::dtype_name;
 using hvdc::common::dtype_size;
+using hvdc::ops::cpu::average_lanes;
 using hvdc::ops::cpu::divide;
+using hvdc::ops::cpu::narrow_average;
+using hvdc::ops::cpu::needs_average_lanes;
 using hvdc::ops::cpu::scale;
+using hvdc::ops::cpu::widen_for_average;
 
 template <class T>
 void expect_scale(int32_t dtype, std::vector<T> x, double factor, const std::vector<T>& want) {
@@ -171,6 +177,108 @@ TEST(DivideTest, HalfRounding) {
   // to 2 * 2^-24.
   expect_divide<uint16_t>(HVD_FLOAT16, {0x3C00, 0xBC00}, 3, {0x3555, 0xB555});
   expect_divide<uint16_t>(HVD_FLOAT16, {0x0001, 0x0003}, 2, {0x0000, 0x0002});
+}
+
+// ---- exact integer averages (average_lanes.h) -----------------------------------------------
+
+template <class T>
+using PerRank = std::vector<std::vector<T>>;  // [rank][element]
+
+// What the collectives do, with the sum over ranks done here: widen each rank's values, add the
+// lanes (wrapping, as an int64 SUM does), narrow once.
+template <class T>
+std::vector<T> average_through_lanes(int32_t dtype, const PerRank<T>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  const size_t count = x[0].size(), lanes = average_lanes(dtype);
+  std::vector<int64_t> sum(count * lanes, 0), wide(count * lanes);
+  for (const std::vector<T>& mine : x) {
+    widen_for_average(wide.data(), mine.data(), count, dtype, n);
+    for (size_t i = 0; i < sum.size(); ++i) {
+      sum[i] = static_cast<int64_t>(static_cast<uint64_t>(sum[i]) + static_cast<uint64_t>(wide[i]));
+    }
+  }
+  std::vector<T> out(count);
+  narrow_average(out.data(), sum.data(), count, dtype, n);
+  return out;
+}
+
+// The exact sum in 128 bits divided with C's truncation toward zero.
+template <class T>
+T ref_average(const PerRank<T>& x, size_t i) {
+  __int128 sum = 0;
+  for (const std::vector<T>& mine : x) sum += mine[i];
+  return static_cast<T>(sum / static_cast<__int128>(x.size()));
+}
+
+template <class T>
+void expect_average(int32_t dtype, const std::vector<T>& per_rank_values, const T want) {
+  PerRank<T> x;
+  for (T v : per_rank_values) x.push_back({v});
+  EXPECT_EQ(+average_through_lanes(dtype, x)[0], +want)
+      << dtype_name(dtype) << " over " << x.size() << " ranks";
+  EXPECT_EQ(+ref_average(x, 0), +want) << "the test's own reference";
+}
+
+TEST(AverageLanesTest, OnlyIntegerAveragesOverSeveralRanks) {
+  for (int32_t dtype : kAllDtypes) {
+    const bool integer = dtype <= HVD_INT64;
+    EXPECT_EQ(needs_average_lanes(dtype, HVD_OP_AVERAGE, 3), integer) << dtype_name(dtype);
+    EXPECT_FALSE(needs_average_lanes(dtype, HVD_OP_AVERAGE, 1)) << dtype_name(dtype);
+    EXPECT_FALSE(needs_average_lanes(dtype, HVD_OP_SUM, 3)) << dtype_name(dtype);
+  }
+}
+
+TEST(AverageLanesTest, SumsThatWouldWrap) {
+  expect_average<int8_t>(HVD_INT8, {100, 100, 100}, 100);            // the wrapped sum gives 14
+  expect_average<int8_t>(HVD_INT8, {100, 100, 100, 100, 100}, 100);  // and -2 here
+  expect_average<int8_t>(HVD_INT8, {-128, -128, -128}, -128);
+  expect_average<int8_t>(HVD_INT8, {-128, -127}, -127);  // -127.5 truncates up
+  expect_average<int8_t>(HVD_INT8, {127, -128, -1}, 0);  // -2 / 3
+  expect_average<int8_t>(HVD_INT8, {127, 127, -7}, 82);  // 247 / 3
+  expect_average<uint8_t>(HVD_UINT8, {255, 255, 255}, 255);
+  expect_average<uint8_t>(HVD_UINT8, {255, 254, 0, 1}, 127);  // 510 / 4
+  expect_average<uint16_t>(HVD_UINT16, {65535, 65535, 65534}, 65534);
+  expect_average<int16_t>(HVD_INT16, {-32768, 32767, -32768}, -10923);  // -32769 / 3
+  expect_average<int32_t>(HVD_INT32, {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX}, INT32_MAX);
+  expect_average<int32_t>(HVD_INT32, {INT32_MIN, INT32_MIN, INT32_MAX}, -715827883);
+}
+
+TEST(AverageLanesTest, Int64NearItsLimits) {
+  const int64_t lo = INT64_MIN, hi = INT64_MAX;
+  expect_average<int64_t>(HVD_INT64, {hi, hi, hi}, hi);
+  expect_average<int64_t>(HVD_INT64, {lo, lo, lo}, lo);
+  expect_average<int64_t>(HVD_INT64, {lo, lo, lo, lo, lo}, lo);
+  expect_average<int64_t>(HVD_INT64, {lo, hi, -1}, 0);                    // -2 / 3
+  expect_average<int64_t>(HVD_INT64, {lo, lo, 1}, -6148914691236517205);  // (1 - 2^64) / 3
+  expect_average<int64_t>(HVD_INT64, {hi, hi - 1}, hi - 1);               // .5 truncates down
+  expect_average<int64_t>(HVD_INT64, {lo, lo + 1}, lo + 1);               // -.5 truncates up
+  expect_average<int64_t>(HVD_INT64, {-7, 0}, -3);
+  expect_average<int64_t>(HVD_INT64, {-9, 0, 0}, -3);  // exact: no rounding up
+}
+
+// Random values with every edge of each type, over 2..64 ranks, against 128-bit arithmetic.
+TEST(AverageLanesTest, AllIntegerDtypesRandom) {
+  Rng rng(51);
+  for (int32_t dtype : kAllDtypes) {
+    visit_int(dtype, [&](auto t) {
+      using T = decltype(t);
+      for (size_t ranks : {2, 3, 4, 5, 7, 64}) {
+        const size_t count = 1000;
+        PerRank<T> x(ranks, std::vector<T>(count));
+        for (std::vector<T>& mine : x) {
+          fill_random(dtype, reinterpret_cast<uint8_t*>(mine.data()), count, rng);
+        }
+        const std::vector<T> got = average_through_lanes(dtype, x);
+        int failures = 0;
+        for (size_t i = 0; i < count && failures < 5; ++i) {
+          if (got[i] == ref_average(x, i)) continue;
+          ++failures;
+          ADD_FAILURE() << dtype_name(dtype) << " over " << ranks << " ranks, element " << i
+                        << ": got " << +got[i] << ", want " << +ref_average(x, i);
+        }
+      }
+    });
+  }
 }
 
 }  // namespace
