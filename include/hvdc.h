@@ -89,8 +89,9 @@ enum {
   HVD_BFLOAT16 = 10
 };
 
-/* Reductions. Integers: SUM and PRODUCT wrap modulo 2^bits; AVERAGE is the sum divided by the
- * number of ranks, truncated toward zero. BOOL: SUM = OR, PRODUCT = AND, MIN = AND, MAX = OR,
+/* Reductions. Integers: SUM and PRODUCT wrap modulo 2^bits; AVERAGE is the exact sum (it never
+ * wraps) divided by the number of ranks, truncated toward zero, so it is always in range (int8 100
+ * on every rank averages to 100). BOOL: SUM = OR, PRODUCT = AND, MIN = AND, MAX = OR,
  * AVERAGE is rejected. FLOAT16/BFLOAT16 accumulate in float32 and round once per step. */
 enum { HVD_OP_AVERAGE = 0, HVD_OP_SUM = 1, HVD_OP_MIN = 3, HVD_OP_MAX = 4, HVD_OP_PRODUCT = 5 };
 
@@ -172,7 +173,10 @@ HVDC_API hvd_status_t hvd_set_log_callback(hvd_log_fn fn, void* user_data);
 HVDC_API hvd_status_t hvd_init(void);
 HVDC_API hvd_status_t hvd_init_with_config(const hvd_config_t* config);
 /* Fails every pending op with HVD_ERR_SHUT_DOWN, stops the engine, releases everything.
- * hvd_init may be called again afterwards. Without an engine it does nothing and succeeds. */
+ * hvd_init may be called again afterwards. Without an engine it does nothing and succeeds.
+ * After a job failure it waits for the other ranks at most 5 s; when a peer was lost (the
+ * asynchronous error is HVD_ERR_PEER_FAILURE or HVD_ERR_TIMEOUT) it waits for none and returns
+ * that error at once. */
 HVDC_API hvd_status_t hvd_shutdown(void);
 HVDC_API int32_t hvd_is_initialized(void);
 

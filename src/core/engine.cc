@@ -275,8 +275,17 @@ Status Engine::shutdown() {
   queue_.wake();
   if (thread_.joinable()) thread_.join();
   tracer_.stop();  // the file is complete JSON once hvd_shutdown returns
-  // After a fault a peer may be gone for good: wait for the others a bounded time only.
-  const bool faulted = !async_error().is_ok();
+  // A peer known lost (its connection failed, or it stopped answering) never reaches a barrier,
+  // and the bootstrap's finalize would wait for it too: return the job's error at once, leaving
+  // the bootstrap unfinalized (MPI as after a barrier that gave up).
+  const Status fault = async_error();
+  if (fault.code() == HVD_ERR_PEER_FAILURE || fault.code() == HVD_ERR_TIMEOUT) {
+    if (transport_) (void)transport_->close();
+    transport_.reset();
+    return fault;
+  }
+  // After another fault a peer may be gone for good: wait for the others a bounded time only.
+  const bool faulted = !fault.is_ok();
   auto barrier = [&] {
     return faulted ? bootstrap_->barrier_within(kFaultedShutdownSeconds) : bootstrap_->barrier();
   };

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   }
   test_allreduce_matrix(results);
   test_allreduce_scaling(results);
+  test_integer_average_edges(results);
   test_bit_identical(results);
   test_allgather(results);
   test_broadcast(results);

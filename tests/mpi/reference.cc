@@ -79,15 +79,28 @@ double float_input(const Case& c, int rank, size_t i) {
   return (static_cast<double>(r % 17) - 8.0) * 0.25;
 }
 
+// The exact average: the sum of the prescaled values in 128 bits (it never wraps), divided with
+// C's truncation toward zero; the quotient is in the dtype's range.
+uint64_t average_int(const Case& c, int size, size_t i) {
+  const int32_t d = c.dtype;
+  __int128 sum = 0;
+  for (int r = 0; r < size; ++r) {
+    sum += static_cast<__int128>(int_value(scale_int(int_input(c, r, i), d, c.prescale), d));
+  }
+  const __int128 q = sum / size;
+  return scale_int(static_cast<uint64_t>(static_cast<int64_t>(q)), d, c.postscale);
+}
+
 uint64_t reduce_int(const Case& c, int size, size_t i) {
   const int32_t d = c.dtype;
+  if (c.op == HVD_OP_AVERAGE && d != HVD_BOOL) return average_int(c, size, i);
   uint64_t acc = scale_int(int_input(c, 0, i), d, c.prescale);
   for (int r = 1; r < size; ++r) {
     const uint64_t x = scale_int(int_input(c, r, i), d, c.prescale);
     if (d == HVD_BOOL) {
       const bool a = acc != 0, b = x != 0;
       acc = (c.op == HVD_OP_PRODUCT || c.op == HVD_OP_MIN) ? (a && b) : (a || b);
-    } else if (c.op == HVD_OP_SUM || c.op == HVD_OP_AVERAGE) {
+    } else if (c.op == HVD_OP_SUM) {
       acc += x;
     } else if (c.op == HVD_OP_PRODUCT) {
       acc *= x;
@@ -95,12 +108,6 @@ uint64_t reduce_int(const Case& c, int size, size_t i) {
       const bool less = int_value(x, d) < int_value(acc, d);
       if ((c.op == HVD_OP_MIN) == less) acc = x;
     }
-  }
-  if (c.op == HVD_OP_AVERAGE && d != HVD_BOOL) {
-    const long double v = int_value(acc, d);
-    const long double q = std::trunc(v / size);
-    acc = is_signed_int(d) ? static_cast<uint64_t>(static_cast<int64_t>(q))
-                           : static_cast<uint64_t>(q);
   }
   return scale_int(acc, d, c.postscale);
 }

@@ -23,6 +23,7 @@ struct Case {
 // Rank `rank`'s input for a case, count elements.
 void fill_input(void* buf, size_t count, const Case& c, int rank);
 // Compares an allreduce result over `size` ranks with the reference; explains the first miss.
+// Integer SUM and PRODUCT wrap; integer AVERAGE is exact (the sum never wraps), truncated.
 bool check_allreduce(const void* got, size_t count, const Case& c, int size, std::string* detail);
 
 // Element i of a float tensor as double (fp16/bf16 decoded by the test's own code).

@@ -7,6 +7,8 @@ namespace hvdc_test {
 void test_allreduce_matrix(Results& results);
 void test_allreduce_scaling(Results& results);
 void test_bit_identical(Results& results);
+// Integer averages of edge values (limits, mixed signs): direct, ring, grouped, reducescatter.
+void test_integer_average_edges(Results& results);
 void test_allgather(Results& results);
 void test_broadcast(Results& results);
 void test_barrier(Results& results);

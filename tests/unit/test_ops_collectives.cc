@@ -1,5 +1,6 @@
-// Host collectives of src/ops/cpu (alltoall_pairwise, reducescatter_ring) on threads acting as
-// ranks: in-process bootstrap, real UCX between them, one Comm per rank.
+// Host collectives of src/ops/cpu (alltoall_pairwise, reducescatter_ring, and allreduce's integer
+// averages on each algorithm) on threads acting as ranks: in-process bootstrap, real UCX between
+// them, one Comm per rank.
 //
 // Expectations never come from the code under test: they come from a sequential reference over
 // the same deterministic per-rank data. Floating-point data are small integers, so every sum is
@@ -9,9 +10,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -23,6 +26,7 @@
 #include "bootstrap/inprocess.h"
 #include "common/dtype.h"
 #include "hvdc.h"
+#include "ops/cpu/allreduce/allreduce.h"
 #include "ops/cpu/alltoall/alltoall.h"
 #include "ops/cpu/comm.h"
 #include "ops/cpu/reducescatter/reducescatter.h"
@@ -33,8 +37,11 @@ namespace {
 using hvdc::bootstrap::Bootstrap;
 using hvdc::common::make_error;
 using hvdc::common::Status;
+using hvdc::ops::cpu::allreduce;
 using hvdc::ops::cpu::alltoall_pairwise;
 using hvdc::ops::cpu::Comm;
+using hvdc::ops::cpu::Piece;
+using hvdc::ops::cpu::Pieces;
 using hvdc::ops::cpu::reducescatter_ring;
 using hvdc::ops::cpu::ReduceSpec;
 using hvdc::transport::Transport;
@@ -282,6 +289,11 @@ std::vector<ReduceCase> reduce_cases(int n) {
       {"f32_sum_in_place", HVD_FLOAT32, HVD_OP_SUM, split_rows(11, n, 300), 4096, false, 1.0, true},
       {"i32_sum_wraps", HVD_INT32, HVD_OP_SUM, same(3001), 1000},
       {"i32_average", HVD_INT32, HVD_OP_AVERAGE, split_rows(5, n, 41), 4096, true},
+      {"i8_average_exact", HVD_INT8, HVD_OP_AVERAGE, split_rows(9, n, 37), 64, true},
+      {"u8_average_exact", HVD_UINT8, HVD_OP_AVERAGE, same(777), 100, true},
+      {"i64_average_exact", HVD_INT64, HVD_OP_AVERAGE, split_rows(5, n, 301), 1000, true},
+      {"i16_average_in_place", HVD_INT16, HVD_OP_AVERAGE, split_rows(6, n, 50), 256, true, 1.0,
+       true},
       {"i32_sum_one_element_segments", HVD_INT32, HVD_OP_SUM, same(9), 6},
       {"f16_sum", HVD_FLOAT16, HVD_OP_SUM, each(n, [](int r) { return 5000 + 3 * r; }), 1000},
       {"f16_average_postscale", HVD_FLOAT16, HVD_OP_AVERAGE, split_rows(7, n, 65), 4096, true, 0.5},
@@ -298,8 +310,10 @@ std::vector<ReduceCase> reduce_cases(int n) {
 template <class T>
 T input_value(int rank, size_t i) {
   if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<uint32_t>(rank) * 2654435761u +
-                          static_cast<uint32_t>(i) * 40503u);
+    const uint32_t u =
+        static_cast<uint32_t>(rank) * 2654435761u + static_cast<uint32_t>(i) * 40503u;
+    if constexpr (sizeof(T) == 8) return static_cast<T>(u * 0x9E3779B97F4A7C15ull);  // any int64
+    return static_cast<T>(u);
   } else {
     return static_cast<T>(static_cast<int>((rank * 7 + i * 3 + i / 97) % 11) - 5);
   }
@@ -314,19 +328,38 @@ T combine(T a, T b, int32_t op) {
       return std::max(a, b);
     default:  // sum and average; integers wrap
       if constexpr (std::is_integral_v<T>) {
-        return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+        return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
       } else {
         return static_cast<T>(a + b);
       }
   }
 }
 
-// As documented in reduce.h: integers divide truncating; float16 divides in float and rounds
-// once; postscale values used here are exact, so the order of roundings does not matter.
+// The exact integer average of element i over ranks 0..n-1: the sum in 128 bits, divided with
+// C's truncation toward zero.
+template <class T>
+T exact_average(int n, size_t i) {
+  __int128 sum = 0;
+  for (int r = 0; r < n; ++r) sum += input_value<T>(r, i);
+  return static_cast<T>(sum / n);
+}
+
+// Integer postscale as scale() documents it: in double, nearest (ties to even), saturated.
+template <class T>
+T int_postscale(T v, double factor) {
+  const double p = std::nearbyint(static_cast<double>(v) * factor);
+  const double lo = static_cast<double>(std::numeric_limits<T>::min());
+  const double hi = static_cast<double>(std::numeric_limits<T>::max());
+  return static_cast<T>(p < lo ? lo : p > hi ? hi : p);
+}
+
+// Floats as documented in reduce.h: float16 divides in float and rounds once; postscale values
+// used here are exact, so the order of roundings does not matter. (Integer averages come from
+// exact_average instead.)
 template <class T>
 T finish(T v, const ReduceSpec& spec) {
   if constexpr (std::is_integral_v<T>) {
-    return spec.divisor > 1 ? static_cast<T>(v / spec.divisor) : v;
+    return v;
   } else {
     if (spec.divisor > 1)
       v = static_cast<T>(static_cast<float>(v) / static_cast<float>(spec.divisor));
@@ -354,32 +387,44 @@ Bytes typed_expected(const ReduceCase& c, const ReduceSpec& spec, int n, int me)
     T v = input_value<T>(0, first + i);
     for (int r = 1; r < n; ++r) v = combine(v, input_value<T>(r, first + i), c.op);
     v = finish(v, spec);
+    if constexpr (std::is_integral_v<T>) {
+      if (spec.divisor > 1) v = exact_average<T>(n, first + i);
+    }
     std::memcpy(buf.data() + i * sizeof(T), &v, sizeof(T));
   }
   if (!c.in_place) buf.insert(buf.end(), kGuardBytes, kGuard);
   return buf;
 }
 
-Bytes make_input(int32_t dtype, int rank, size_t total) {
+// Calls fn(T{}) with the element type of dtype (the dtypes of these tests).
+template <class Fn>
+auto with_type(int32_t dtype, Fn&& fn) {
   switch (dtype) {
     case HVD_FLOAT32:
-      return typed_input<float>(rank, total);
+      return fn(float{});
     case HVD_FLOAT16:
-      return typed_input<_Float16>(rank, total);
+      return fn(_Float16{});
+    case HVD_INT8:
+      return fn(int8_t{});
+    case HVD_UINT8:
+      return fn(uint8_t{});
+    case HVD_INT16:
+      return fn(int16_t{});
+    case HVD_UINT16:
+      return fn(uint16_t{});
+    case HVD_INT64:
+      return fn(int64_t{});
     default:
-      return typed_input<int32_t>(rank, total);
+      return fn(int32_t{});
   }
 }
 
+Bytes make_input(int32_t dtype, int rank, size_t total) {
+  return with_type(dtype, [&](auto t) { return typed_input<decltype(t)>(rank, total); });
+}
+
 Bytes expected_block(const ReduceCase& c, const ReduceSpec& spec, int n, int me) {
-  switch (c.dtype) {
-    case HVD_FLOAT32:
-      return typed_expected<float>(c, spec, n, me);
-    case HVD_FLOAT16:
-      return typed_expected<_Float16>(c, spec, n, me);
-    default:
-      return typed_expected<int32_t>(c, spec, n, me);
-  }
+  return with_type(c.dtype, [&](auto t) { return typed_expected<decltype(t)>(c, spec, n, me); });
 }
 
 ReduceSpec spec_of(const ReduceCase& c, int n) {
@@ -444,5 +489,96 @@ TEST(ReducescatterRingArgs, RejectsBadCountsAndDtype) {
   st = reducescatter_ring(comm, buf, {2, 2}, out, spec);
   EXPECT_EQ(HVD_ERR_INVALID_ARGUMENT, st.code()) << st.message();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Allreduce: integer averages are exact on every algorithm, over one buffer or fused pieces.
+
+struct AverageCase {
+  std::string name;
+  int32_t dtype;
+  size_t count;
+  size_t small_bytes;  // comm.small_bytes: up to it (of int64 lanes) the direct algorithm runs
+  bool deterministic;  // above it: the ring, or the member-ordered algorithm
+  size_t pieces = 1;   // the buffer cut into this many tensors (a fused allreduce)
+  double postscale = 1.0;
+};
+
+std::vector<AverageCase> average_cases() {
+  return {
+      {"i8_direct", HVD_INT8, 1000, 64 << 10, false},
+      {"i8_ring", HVD_INT8, 5001, 0, false},
+      {"i8_ordered", HVD_INT8, 5001, 0, true},
+      {"u8_ring_pieces", HVD_UINT8, 7777, 0, false, 5},
+      {"u16_direct_pieces", HVD_UINT16, 999, 64 << 10, false, 3},
+      {"i16_ordered_pieces", HVD_INT16, 4099, 0, true, 4},
+      {"i32_ring_postscale", HVD_INT32, 3001, 0, false, 1, 0.5},
+      {"i32_direct_postscale", HVD_INT32, 31, 64 << 10, false, 2, 3.0},
+      {"i64_direct", HVD_INT64, 500, 64 << 10, false},
+      {"i64_ring_pieces", HVD_INT64, 6007, 0, false, 3},
+      {"i64_ordered", HVD_INT64, 6007, 0, true},
+  };
+}
+
+template <class T>
+Bytes average_expected(const AverageCase& c, int n) {
+  Bytes buf(c.count * sizeof(T));
+  for (size_t i = 0; i < c.count; ++i) {
+    T v = exact_average<T>(n, i);
+    if (c.postscale != 1.0) v = int_postscale(v, c.postscale);
+    std::memcpy(buf.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  return buf;
+}
+
+// Runs the case over c.pieces separate buffers of unequal sizes; *got is them end to end.
+Status run_average(Comm& comm, const AverageCase& c, Bytes* got) {
+  const size_t esize = hvdc::common::dtype_size(c.dtype);
+  const Bytes input = make_input(c.dtype, comm.index, c.count);
+  std::vector<Bytes> parts;
+  std::vector<Piece> pieces;
+  for (size_t p = 0, at = 0; p < c.pieces; ++p) {
+    const size_t elems = p + 1 == c.pieces ? c.count - at : c.count / (2 * c.pieces) + p;
+    parts.emplace_back(input.begin() + at * esize, input.begin() + (at + elems) * esize);
+    at += elems;
+  }
+  for (Bytes& part : parts) pieces.push_back({reinterpret_cast<char*>(part.data()), part.size()});
+  ReduceSpec spec;
+  spec.dtype = c.dtype;
+  spec.op = HVD_OP_AVERAGE;
+  spec.divisor = comm.size();
+  spec.postscale = c.postscale;
+  comm.small_bytes = c.small_bytes;
+  comm.deterministic = c.deterministic;
+  comm.segment_bytes = 4096;
+  Status status = allreduce(comm, Pieces(std::move(pieces)), spec);
+  got->clear();
+  for (const Bytes& part : parts) got->insert(got->end(), part.begin(), part.end());
+  ++comm.seq;
+  return status.with_context("allreduce case " + c.name);
+}
+
+using AllreduceIntegerAverage = Ranks;
+
+TEST_P(AllreduceIntegerAverage, ExactOnEveryAlgorithm) {
+  const int n = GetParam();
+  const std::vector<AverageCase> cases = average_cases();
+  std::vector<std::vector<Bytes>> got(cases.size(), std::vector<Bytes>(n));
+  run_ranks(n, [&](Comm& comm) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      HVDC_RETURN_IF_ERROR(run_average(comm, cases[c], &got[c][comm.index]));
+    }
+    return Status::ok();
+  });
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Bytes want = with_type(
+        cases[c].dtype, [&](auto t) { return average_expected<decltype(t)>(cases[c], n); });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ("", first_difference(got[c][r], want))
+          << cases[c].name << ", rank " << r << " of " << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AllreduceIntegerAverage, ::testing::Values(1, 2, 3, 4), ranks_name);
 
 }  // namespace

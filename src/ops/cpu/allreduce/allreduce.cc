@@ -1,11 +1,13 @@
 #include "ops/cpu/allreduce/allreduce.h"
 
 #include "common/dtype.h"
+#include "ops/cpu/integer_average.h"
 
 namespace hvdc::ops::cpu {
 
 Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
   const size_t bytes = buf.bytes();
+  if (bytes > 0 && is_integer_average(spec)) return allreduce_integer_average(comm, buf, spec);
   if (comm.size() == 1 || bytes == 0) {
     finish_reduction(buf, 0, bytes, spec);
     return Status::ok();

@@ -8,7 +8,8 @@
 namespace hvdc::ops::cpu {
 
 // Picks the algorithm by size: direct up to comm.small_bytes; above it the ring, or with
-// comm.deterministic the member-ordered reduce-scatter.
+// comm.deterministic the member-ordered reduce-scatter. An integer average runs the chosen
+// algorithm over wide lanes (integer_average.h), so that it is exact.
 Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
 // Pipelined ring: reduce-scatter then allgather, reducing in cache-sized segments. Which member

@@ -13,7 +13,8 @@
 namespace hvdc::ops::cpu {
 
 // dst[i] = a[i] (op) b[i] for i < count; dst may alias a or b (exactly, not partially).
-// HVD_OP_AVERAGE reduces like HVD_OP_SUM (the division is done by divide()).
+// HVD_OP_AVERAGE reduces like HVD_OP_SUM (the division is done by divide(); the collectives
+// average integers exactly through average_lanes.h instead).
 // Integers: SUM and PRODUCT wrap modulo 2^bits. BOOL (any nonzero byte counts as true, output is
 // 0 or 1): SUM = OR, PRODUCT = AND, MIN = AND, MAX = OR, AVERAGE = OR.
 // float16 / bfloat16: both sides widened to float32, combined, rounded once (nearest even).

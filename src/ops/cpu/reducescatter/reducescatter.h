@@ -14,7 +14,7 @@ namespace hvdc::ops::cpu {
 // op); this member's block of the result, finished with finish_reduction (divisor, postscale), is
 // written to `out` (counts[comm.index] elements). `buf` is clobbered: it is the accumulation area.
 // Blocks may be uneven or empty. `out` may be this member's block of `buf` itself; otherwise the
-// two must not overlap.
+// two must not overlap. An integer average reduces wide lanes instead (integer_average.h).
 //
 // Pipelined ring: n - 1 steps, each reducing one block in comm.segment_bytes pieces, so that after
 // the last step this member holds the full reduction of its own block.

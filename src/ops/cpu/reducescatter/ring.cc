@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "ops/cpu/integer_average.h"
 #include "ops/cpu/reduce/reduce.h"
 #include "ops/cpu/reducescatter/reducescatter.h"
 
@@ -94,6 +95,7 @@ Status reducescatter_ring(Comm& comm, void* buf, const std::vector<size_t>& coun
                       "reducescatter: %zu block counts for %d members, dtype %d", counts.size(), n,
                       spec.dtype);
   }
+  if (is_integer_average(spec)) return reducescatter_integer_average(comm, buf, counts, out, spec);
   char* data = static_cast<char*>(buf);
   char* result = static_cast<char*>(out);
   std::vector<size_t> offset(n, 0);  // in bytes
