@@ -129,7 +129,10 @@ void LoopbackFabric::run_courier() {
       courier_cv_.wait(lock);
       continue;
     }
-    if (courier_cv_.wait_until(lock, delayed_.top().due) != std::cv_status::timeout) continue;
+    // A copy: wait_until reads its deadline while the lock is released, and a send meanwhile may
+    // grow the queue's storage under a reference to top().
+    const auto due = delayed_.top().due;
+    if (courier_cv_.wait_until(lock, due) != std::cv_status::timeout) continue;
     if (delayed_.empty() || delayed_.top().due > std::chrono::steady_clock::now()) continue;
     Delayed message = delayed_.top();
     delayed_.pop();
