@@ -17,4 +17,29 @@ std::vector<int> peers_of(const Request* reqs, size_t count);
 // "receive from rank 1, send to rank 2": what a stuck wait still waits for.
 std::string describe_waiting(const Request* reqs, size_t count);
 
+// Whom a transport's wait waits for (Transport::waited_peers). Waits nest (an interrupt may
+// receive a control message), so each wait restores the outer one's record when it ends; once
+// none is in progress, the peers of the last wait that timed out are the answer.
+class WaitRecord {
+ public:
+  template <typename Wait>
+  Status track(const Request* reqs, size_t count, Wait&& wait) {
+    const Request* outer_reqs = reqs_;
+    const size_t outer_count = count_;
+    reqs_ = reqs;
+    count_ = count;
+    Status st = wait();
+    reqs_ = outer_reqs;
+    count_ = outer_count;
+    return st;
+  }
+  void note_stalled(const Request* reqs, size_t count) { stalled_ = peers_of(reqs, count); }
+  std::vector<int> peers() const { return reqs_ != nullptr ? peers_of(reqs_, count_) : stalled_; }
+
+ private:
+  const Request* reqs_ = nullptr;  // the wait in progress
+  size_t count_ = 0;
+  std::vector<int> stalled_;  // of the wait that timed out
+};
+
 }  // namespace hvdc::transport

@@ -59,9 +59,7 @@ class LoopbackTransport final : public Transport {
   bool broken_ = false;  // a wait failed: no new requests
   bool closed_ = false;
   std::unordered_set<PostedRecv*> posted_;  // receives in flight, waited for or not
-  const Request* wait_reqs_ = nullptr;      // the wait in progress
-  size_t wait_count_ = 0;
-  std::vector<int> stalled_peers_;  // of the wait that timed out
+  WaitRecord waits_;  // whom the wait in progress (or the last that timed out) waits for
 };
 
 LoopbackTransport::~LoopbackTransport() {
@@ -155,19 +153,11 @@ Status LoopbackTransport::reap(Request* reqs, size_t count, bool* all_done) {
 }
 
 Status LoopbackTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
-  // Waits nest (an interrupt may receive a control message): restore the outer one after.
-  const Request* outer_reqs = wait_reqs_;
-  const size_t outer_count = wait_count_;
-  wait_reqs_ = reqs;
-  wait_count_ = count;
-  Status st = wait_for(reqs, count, interrupt);
-  wait_reqs_ = outer_reqs;
-  wait_count_ = outer_count;
-  return st;
+  return waits_.track(reqs, count, [&] { return wait_for(reqs, count, interrupt); });
 }
 
 std::vector<int> LoopbackTransport::waited_peers() const {
-  return wait_reqs_ != nullptr ? peers_of(wait_reqs_, wait_count_) : stalled_peers_;
+  return waits_.peers();
 }
 
 // The UCX transport's rules: only a waited request that completes counts as movement for the
@@ -205,10 +195,10 @@ Status LoopbackTransport::wait_for(Request* reqs, size_t count, const Interrupt&
 }
 
 Status LoopbackTransport::stall_error(const Request* reqs, size_t count) {
-  stalled_peers_ = peers_of(reqs, count);
-  return make_error(
-      HVD_ERR_TIMEOUT, "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to receive from %s",
-      options_.rank, options_.progress_timeout_seconds, describe_waiting(reqs, count).c_str());
+  waits_.note_stalled(reqs, count);
+  return make_error(HVD_ERR_TIMEOUT, "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to %s",
+                    options_.rank, options_.progress_timeout_seconds,
+                    describe_waiting(reqs, count).c_str());
 }
 
 bool LoopbackTransport::stalled_since(Clock::time_point last_moved) const {

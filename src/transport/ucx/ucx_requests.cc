@@ -66,19 +66,11 @@ Status UcxTransport::reap(Request* reqs, size_t count, bool* all_done) {
 }
 
 Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
-  // Waits nest (an interrupt may receive a control message): restore the outer one after.
-  const Request* outer_reqs = wait_reqs_;
-  const size_t outer_count = wait_count_;
-  wait_reqs_ = reqs;
-  wait_count_ = count;
-  Status st = wait_for(reqs, count, interrupt);
-  wait_reqs_ = outer_reqs;
-  wait_count_ = outer_count;
-  return st;
+  return waits_.track(reqs, count, [&] { return wait_for(reqs, count, interrupt); });
 }
 
 std::vector<int> UcxTransport::waited_peers() const {
-  return wait_reqs_ != nullptr ? peers_of(wait_reqs_, wait_count_) : stalled_peers_;
+  return waits_.peers();
 }
 
 Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& interrupt) {
@@ -122,7 +114,7 @@ Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& inte
 
 // The engine names the cause once the stalled ranks have compared whom they wait for.
 Status UcxTransport::stall_error(const Request* reqs, size_t count) {
-  stalled_peers_ = peers_of(reqs, count);
+  waits_.note_stalled(reqs, count);
   return make_error(HVD_ERR_TIMEOUT, "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting to %s",
                     options_.rank, options_.progress_timeout_seconds,
                     describe_waiting(reqs, count).c_str());

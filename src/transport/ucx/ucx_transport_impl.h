@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "transport/ucx/ucx_transport.h"
+#include "transport/waiting.h"
 
 namespace hvdc::transport::ucx {
 
@@ -62,7 +63,7 @@ class UcxTransport final : public Transport {
   bool finish(void* request, Clock::time_point deadline);
   void release(void* request);
   bool stalled_since(Clock::time_point last_moved) const;  // past the progress timeout
-  Status stall_error(const Request* reqs, size_t count);   // notes stalled_peers_
+  Status stall_error(const Request* reqs, size_t count);   // notes the stalled peers
   Status wait_for(Request* reqs, size_t count, const Interrupt& interrupt);
   void reap_outbox();
 
@@ -73,12 +74,10 @@ class UcxTransport final : public Transport {
   std::vector<ucp_ep_h> eps_;
   std::vector<ucs_status_t> peer_status_;
   int first_failed_peer_ = -1;
-  bool broken_ = false;                 // a wait failed: no new requests (abandon)
-  bool quiesced_ = false;               // quiesce() has closed every endpoint
-  bool stuck_ = false;                  // a request stayed in flight after quiesce()
-  const Request* wait_reqs_ = nullptr;  // the wait in progress
-  size_t wait_count_ = 0;
-  std::vector<int> stalled_peers_;  // of the wait that timed out
+  bool broken_ = false;    // a wait failed: no new requests (abandon)
+  bool quiesced_ = false;  // quiesce() has closed every endpoint
+  bool stuck_ = false;     // a request stayed in flight after quiesce()
+  WaitRecord waits_;       // whom the wait in progress (or the last that timed out) waits for
   struct Posted {
     bool is_recv;
     int peer;
