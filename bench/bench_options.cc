@@ -10,8 +10,15 @@ namespace {
 
 const char* const kUsage =
     "usage: hvdc_bench [-c allreduce|allgather|broadcast] [-b MIN] [-e MAX] [-f FACTOR]\n"
-    "                  [-n ITERS] [-w WARMUP] [-C 0|1] [--vs-mpi] [--json FILE]\n"
+    "                  [-n ITERS] [-w WARMUP] [-C 0|1] [--vs-mpi | --mpi-only] [--json FILE]\n"
+    "--mpi-only measures Open MPI alone (hvdc is not initialised, so none of its threads run)\n"
     "sizes take K, M, G suffixes (powers of 1024); run under mpirun --bind-to none\n";
+
+double gbps(size_t bytes, double us) {
+  return us > 0 ? bytes / us / 1e3 : 0;
+}
+
+}  // namespace
 
 bool parse_size(const char* text, size_t* out) {
   char* end = nullptr;
@@ -27,19 +34,14 @@ bool parse_size(const char* text, size_t* out) {
   return *end == '\0' && v > 0;
 }
 
-double gbps(size_t bytes, double us) {
-  return us > 0 ? bytes / us / 1e3 : 0;
-}
-
-}  // namespace
-
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     bool ok = true;
-    if (a == "--vs-mpi") {
+    if (a == "--vs-mpi" || a == "--mpi-only") {
       o->vs_mpi = true;
+      if (a == "--mpi-only") o->hvdc = false;
       continue;
     } else if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
@@ -76,22 +78,31 @@ bool parse(int argc, char** argv, Options* o) {
 
 void report(const Options& o, int ranks, const std::vector<Line>& lines, double lat_us,
             double lat_mpi_us) {
-  std::printf("# hvdc_bench %s, %d ranks, float32 sum, %d iters (+%d warm-up)\n",
-              o.collective.c_str(), ranks, o.iters, o.warmup);
-  std::printf("%12s %10s %8s %8s %7s", "size(B)", "time(us)", "algbw", "busbw", "#wrong");
-  if (o.vs_mpi) std::printf(" %10s %8s %7s", "mpi(us)", "mpibus", "ratio");
+  std::printf("# hvdc_bench %s, %d ranks, float32 sum, %d iters (+%d warm-up)%s\n",
+              o.collective.c_str(), ranks, o.iters, o.warmup,
+              o.hvdc ? "" : ", Open MPI alone (--mpi-only)");
+  std::printf("%12s", "size(B)");
+  if (o.hvdc) std::printf(" %10s %8s %8s", "time(us)", "algbw", "busbw");
+  std::printf(" %7s", "#wrong");
+  if (o.vs_mpi) std::printf(" %10s %8s", "mpi(us)", "mpibus");
+  if (o.hvdc && o.vs_mpi) std::printf(" %7s", "ratio");
   std::printf("\n");
   for (const Line& l : lines) {
     const double alg = gbps(l.bytes, l.hvdc_us), bus = alg * l.bus_factor;
-    std::printf("%12zu %10.1f %8.2f %8.2f %7ld", l.bytes, l.hvdc_us, alg, bus, l.wrong);
-    if (o.vs_mpi) {
-      const double mpi_bus = gbps(l.bytes, l.mpi_us) * l.bus_factor;
-      std::printf(" %10.1f %8.2f %7.2f", l.mpi_us, mpi_bus, mpi_bus > 0 ? bus / mpi_bus : 0);
-    }
+    const double mpi_bus = gbps(l.bytes, l.mpi_us) * l.bus_factor;
+    std::printf("%12zu", l.bytes);
+    if (o.hvdc) std::printf(" %10.1f %8.2f %8.2f", l.hvdc_us, alg, bus);
+    std::printf(" %7ld", l.wrong);
+    if (o.vs_mpi) std::printf(" %10.1f %8.2f", l.mpi_us, mpi_bus);
+    if (o.hvdc && o.vs_mpi) std::printf(" %7.2f", mpi_bus > 0 ? bus / mpi_bus : 0);
     std::printf("\n");
   }
-  std::printf("# 4 KiB allreduce round trip (async + wait): %.2f us; MPI_Allreduce: %.2f us\n",
-              lat_us, lat_mpi_us);
+  if (o.hvdc) {
+    std::printf("# 4 KiB allreduce round trip (async + wait): %.2f us; MPI_Allreduce: %.2f us\n",
+                lat_us, lat_mpi_us);
+  } else {
+    std::printf("# 4 KiB MPI_Allreduce: %.2f us\n", lat_mpi_us);
+  }
   if (o.json.empty()) return;
   FILE* f = std::fopen(o.json.c_str(), "w");
   if (f == nullptr) {
@@ -99,9 +110,9 @@ void report(const Options& o, int ranks, const std::vector<Line>& lines, double 
     return;
   }
   std::fprintf(f,
-               "{\"collective\": \"%s\", \"ranks\": %d, \"latency_4k_us\": %.3f, "
+               "{\"collective\": \"%s\", \"ranks\": %d, \"hvdc\": %s, \"latency_4k_us\": %.3f, "
                "\"latency_4k_mpi_us\": %.3f, \"rows\": [",
-               o.collective.c_str(), ranks, lat_us, lat_mpi_us);
+               o.collective.c_str(), ranks, o.hvdc ? "true" : "false", lat_us, lat_mpi_us);
   for (size_t i = 0; i < lines.size(); ++i) {
     const Line& l = lines[i];
     std::fprintf(f,

@@ -16,6 +16,7 @@ struct Options {
   int warmup = 5;                        // -w
   bool check = true;                     // -C 0|1
   bool vs_mpi = false;                   // --vs-mpi
+  bool hvdc = true;                      // --mpi-only clears it: MPI alone, hvdc never started
   std::string json;                      // --json FILE
 };
 
@@ -26,6 +27,8 @@ struct Line {
   double bus_factor;
 };
 
+// "64K", "4M", "1G" (powers of 1024) or plain bytes; false unless a whole positive size.
+bool parse_size(const char* text, size_t* out);
 // false (after printing usage or the error) when the arguments are not valid.
 bool parse(int argc, char** argv, Options* o);
 // Rank 0 prints the table (and writes JSON if asked).

@@ -49,6 +49,24 @@ netns_up() {
   ip -n "$NS_B" link set "$VETH_B" up
 }
 
+# netns_write_mpirun_agent FILE: writes mpirun's remote-launch agent (--mca plm_rsh_agent FILE),
+# which mpirun calls as "AGENT HOST COMMAND..." and which enters that host's namespace instead of
+# ssh. Each host gets its own identity (HVDC_HOSTNAME): the namespaces share the machine's
+# hostname.
+netns_write_mpirun_agent() {
+  cat >"$1" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case \$host in
+  $ADDR_A) ns=$NS_A; name=host-a ;;
+  $ADDR_B) ns=$NS_B; name=host-b ;;
+  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec \$ns env HVDC_HOSTNAME=\$name sh -c "\$*"
+AGENT
+  chmod +x "$1"
+}
+
 # Bytes received on host B's end of the veth.
 veth_b_rx_bytes() {
   ip netns exec "$NS_B" cat "/sys/class/net/$VETH_B/statistics/rx_bytes"

@@ -9,19 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/netns.sh"
 netns_require_or_skip
 netns_up
-# mpirun calls the agent as "AGENT HOST COMMAND...". Each host gets its own identity
-# (HVDC_HOSTNAME): the namespaces share the machine's hostname.
-cat > "$work/agent.sh" <<AGENT
-#!/bin/sh
-host=\$1; shift
-case \$host in
-  $ADDR_A) ns=$NS_A; name=host-a ;;
-  $ADDR_B) ns=$NS_B; name=host-b ;;
-  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec ip netns exec \$ns env HVDC_HOSTNAME=\$name sh -c "\$*"
-AGENT
-chmod +x "$work/agent.sh"
+netns_write_mpirun_agent "$work/agent.sh"
 
 large=$((4 << 20))  # float32 elements: 16 MiB
 rx_before=$(veth_b_rx_bytes)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# compare.sh's two-host rows: one rank in each of two network namespaces joined by a veth (the
+# multihost suite's pair), hvdc over UCX/TCP beside Open MPI over TCP (ob1's tcp btl, and pml ucx
+# with UCX_TLS=tcp), and the veth's raw TCP bandwidth in the same run: one stream, and one stream
+# each way at once (an allreduce sends both ways, so that is the limit its busbw meets).
+# Every run checks that its bytes crossed the veth. Needs root; exits 77 with the reason where
+# namespaces cannot be made.
+# Usage: compare_multihost.sh OUT_DIR RUNS MIN_BYTES MAX_BYTES ITERS
+set -euo pipefail
+out=$1 runs=$2 min=$3 max=$4 iters=$5
+root=$(cd "$(dirname "$0")/.." && pwd)
+bench=$root/build/bench/hvdc_bench
+blast=$root/build/bench/tcp_blast
+# shellcheck source-path=SCRIPTDIR source=../tests/multihost/netns.sh
+source "$root/tests/multihost/netns.sh"
+(netns_require_or_skip) || exit $?
+netns_up
+work=${work:?netns_up sets the scratch folder}
+
+# mpirun starts rank 1 through this agent, which enters host B's namespace instead of ssh.
+netns_write_mpirun_agent "$work/agent.sh"
+
+# UCX_TLS=tcp everywhere: UCX would otherwise reach the other namespace through shared memory
+# (same boot id) and never touch the veth.
+mpirun_two_hosts() {
+  ip netns exec "$NS_A" env HVDC_HOSTNAME=host-a \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun -np 2 -H "$ADDR_A:1,$ADDR_B:1" --bind-to none \
+    --mca plm_rsh_agent "$work/agent.sh" \
+    --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
+    -x UCX_TLS=tcp "$@"
+}
+
+# One stream A -> B, then one each way at once; the receivers report.
+measure_link() {
+  local i=$1 seconds=2
+  ip netns exec "$NS_B" "$blast" recv 29611 >"$out/raw/mh-link-oneway-$i.json" &
+  local recv_b=$!
+  ip netns exec "$NS_A" "$blast" send "$ADDR_B" 29611 $seconds
+  wait $recv_b
+  ip netns exec "$NS_B" "$blast" recv 29612 >"$out/raw/mh-link-bidir-ab-$i.json" &
+  recv_b=$!
+  ip netns exec "$NS_A" "$blast" recv 29613 >"$out/raw/mh-link-bidir-ba-$i.json" &
+  local recv_a=$!
+  ip netns exec "$NS_A" "$blast" send "$ADDR_B" 29612 $seconds &
+  local send_a=$!
+  ip netns exec "$NS_B" "$blast" send "$ADDR_A" 29613 $seconds
+  wait $send_a $recv_a $recv_b
+}
+
+# run_crossing NAME BENCH_FLAG MPIRUN_ARGS...: one hvdc_bench sweep across the pair (BENCH_FLAG
+# --mpi-only for Open MPI alone, or ""); fails unless at least the largest allreduce's timed
+# bytes came into host B over the veth.
+run_crossing() {
+  local name=$1 flag=$2
+  shift 2
+  local before after need
+  before=$(veth_b_rx_bytes)
+  mpirun_two_hosts "$@" "$bench" ${flag:+"$flag"} -b "$min" -e "$max" -f 4 -n "$iters" -w 3 \
+    --json "$out/raw/$name.json"
+  after=$(veth_b_rx_bytes)
+  need=$(($(numfmt --from=iec "$max") * iters))
+  echo "$name: $((after - before)) bytes into host B over the veth (at least $need expected)"
+  if [ $((after - before)) -lt "$need" ]; then
+    echo "FAIL: $name's allreduces did not cross the veth" >&2
+    exit 1
+  fi
+}
+
+for i in $(seq 1 "$runs"); do
+  echo "-- two hosts, invocation $i"
+  measure_link "$i"
+  run_crossing "mh-hvdc-$i" "" --mca pml ob1 --mca btl self,tcp
+  run_crossing "mh-ob1-$i" --mpi-only --mca pml ob1 --mca btl self,tcp
+  run_crossing "mh-ucx-$i" --mpi-only --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+done

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""compare.sh's bookkeeping (standard library only).
+
+  compare_report.py machine OUT_DIR PART...   records the machine, commit, date and load
+  compare_report.py report OUT_DIR            reads OUT_DIR/raw/*.json, writes compare.json (every
+                                              raw number and the table), compare.csv (one raw
+                                              number a line) and compare.md, prints the table
+
+Every figure in the table is the median over invocations; ratios and targets are computed from
+those medians, against the better Open MPI pml and capped at 90% of the limit measured in the
+same run (DESIGN.md section 6).
+"""
+import csv
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+KIB, MIB = 1 << 10, 1 << 20
+ONE_HOST_SIZES = [64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
+LATENCY_TARGET_US = 5.0
+MODEL_TARGET = 0.6
+MODELS = [("resnet50", "ResNet-50"), ("bert_base", "BERT-base")]
+
+
+def command_output(args):
+    try:
+        return subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def load_average():
+    with open("/proc/loadavg", encoding="utf-8") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def record_machine(out, parts):
+    lscpu = command_output(["lscpu"])
+    model = re.search(r"^Model name:\s*(.+)$", lscpu, re.M)
+    with open("/proc/meminfo", encoding="utf-8") as f:
+        mem_kib = int(re.search(r"MemTotal:\s*(\d+)", f.read()).group(1))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dirty = command_output(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
+    machine = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": command_output(["git", "-C", root, "rev-parse", "--short=10", "HEAD"])
+        + ("+uncommitted" if dirty else ""),
+        "cpu": model.group(1) if model else "unknown",
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / (1 << 20), 1),
+        "kernel": command_output(["uname", "-r"]),
+        "open_mpi": command_output(["mpirun", "--version"]).splitlines()[0:1],
+        "ucx": command_output(["ucx_info", "-v"]).splitlines()[0:1],
+        "load_at_start": load_average(),
+        "command": os.environ.get("COMPARE_COMMAND", "bench/compare.sh"),
+        "parts": parts,
+    }
+    machine["open_mpi"] = machine["open_mpi"][0] if machine["open_mpi"] else "unknown"
+    machine["ucx"] = machine["ucx"][0].lstrip("# ") if machine["ucx"] else "unknown"
+    with open(os.path.join(out, "machine.json"), "w", encoding="utf-8") as f:
+        json.dump(machine, f, indent=1)
+
+
+class Series:
+    """Raw numbers: series name -> key (a size in bytes, or "value") -> {invocation: number}."""
+
+    def __init__(self):
+        self.data = {}
+
+    def add(self, name, key, invocation, value):
+        if value is not None and value > 0:
+            self.data.setdefault(name, {}).setdefault(key, {})[invocation] = value
+
+    def median(self, name, key="value"):
+        values = list(self.data.get(name, {}).get(key, {}).values())
+        return statistics.median(values) if values else None
+
+
+def invocation_of(filename):
+    return int(re.search(r"-(\d+)\.json$", filename).group(1))
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def collect_bench(series, prefix, source, path, i):
+    """One hvdc_bench JSON: hvdc's figures when it ran hvdc, MPI's under --mpi-only."""
+    doc = read_json(path)
+    hvdc = doc.get("hvdc", True)
+    for row in doc["rows"]:
+        series.add(prefix + source, row["bytes"], i, row["busbw"] if hvdc else row["mpi_busbw"])
+    if "-small-" in path:
+        latency = doc["latency_4k_us"] if hvdc else doc["latency_4k_mpi_us"]
+        series.add("latency_" + source, "value", i, latency)
+
+
+def collect(raw):
+    series = Series()
+    for name in sorted(os.listdir(raw)):
+        if not name.endswith(".json"):
+            continue
+        path, i = os.path.join(raw, name), invocation_of(name)
+        if m := re.match(r"(hvdc|ob1|ucx)-(small|large)-", name):
+            collect_bench(series, "", m.group(1), path, i)
+        elif m := re.match(r"mh-(hvdc|ob1|ucx)-", name):
+            collect_bench(series, "mh_", m.group(1), path, i)
+        elif name.startswith("limit-"):
+            for row in read_json(path)["rows"]:
+                for key in ("limit_busbw", "reduce_busbw", "reduce_nt_busbw", "stream_gbps",
+                            "stream_busbw_bound"):
+                    series.add(key, row["bytes"], i, row[key])
+        elif m := re.match(r"model-(\w+?)-(ob1|ucx)-", name):
+            for v in read_json(path)["variants"]:
+                source = "hvdc" if v["variant"] == "hvdc" else m.group(2) + "_" + v["variant"]
+                series.add("model_%s_%s" % (m.group(1), source), "value", i, v["median_ms"])
+        elif m := re.match(r"mh-link-(oneway|bidir-ab|bidir-ba)-", name):
+            series.add("mh_link_" + m.group(1).replace("-", "_"), "value", i,
+                       read_json(path)["gbps"])
+    # Both ways at once: the slower direction's figure limits an allreduce, which needs both.
+    for i in series.data.get("mh_link_bidir_ab", {}).get("value", {}):
+        ab = series.data["mh_link_bidir_ab"]["value"][i]
+        ba = series.data.get("mh_link_bidir_ba", {}).get("value", {}).get(i)
+        if ba is not None:
+            series.add("mh_link_bidir", "value", i, min(ab, ba))
+    return series
+
+
+def size_label(n):
+    return "%d MiB" % (n // MIB) if n >= MIB else "%d KiB" % (n // KIB)
+
+
+def smallest(*values):
+    present = [v for v in values if v]
+    return min(present) if present else None
+
+
+def largest(*values):
+    present = [v for v in values if v]
+    return max(present) if present else None
+
+
+def fmt(v, digits=2):
+    return "-" if v is None else "%.*f" % (digits, v)
+
+
+def verdict(ok):
+    return "-" if ok is None else ("yes" if ok else "**no**")
+
+
+def bandwidth_target(size):
+    if size <= 64 * KIB:
+        return 1.0
+    return 1.5 if size <= 16 * MIB else 2.2
+
+
+def one_host_rows(s):
+    rows = []
+    h, o, u = (s.median("latency_" + k) for k in ("hvdc", "ob1", "ucx"))
+    better = smallest(o, u)
+    if h or o or u:
+        rows.append(["4 KiB allreduce round trip, us (hvdc: async + wait)", fmt(h), fmt(o), fmt(u),
+                     "-", fmt(h / better) + "x time" if h and better else "-",
+                     "<= %.0f us" % LATENCY_TARGET_US,
+                     verdict(h <= LATENCY_TARGET_US if h else None)])
+    for size in ONE_HOST_SIZES:
+        h, o, u, lim = (s.median(k, size) for k in ("hvdc", "ob1", "ucx", "limit_busbw"))
+        if not (h or o or u or lim):
+            continue
+        better = largest(o, u)
+        target, why = None, ""
+        if better:
+            target, why = bandwidth_target(size) * better, "%.1fx MPI" % bandwidth_target(size)
+            if lim and target > 0.9 * lim:
+                target, why = 0.9 * lim, "90% of limit"
+        rows.append(["busbw %s, GB/s" % size_label(size), fmt(h), fmt(o), fmt(u), fmt(lim),
+                     fmt(h / better) + "x" if h and better else "-",
+                     ">= %s (%s)" % (fmt(target), why) if target else "-",
+                     verdict(h >= target if h and target else None)])
+    return rows
+
+
+def limit_rows(s):
+    rows = []
+    sizes = sorted(s.data.get("stream_gbps", {}))
+    if sizes:
+        big = sizes[-1]
+        stream = s.median("stream_gbps", big)
+        rows.append(["memory bandwidth, streaming read+write of %s by 2 processes, GB/s"
+                     % size_label(big), "-", "-", "-",
+                     "%s (busbw bound %s)" % (fmt(stream), fmt(stream / 4)), "-", "-", "-"])
+    header = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "include", "hvdc.h")
+    with open(header, encoding="utf-8") as f:
+        has_mem_alloc = "hvd_mem_alloc" in f.read()
+    why = ("hvdc_bench has no hvd_mem_alloc mode yet" if has_mem_alloc
+           else "this build has no hvd_mem_alloc")
+    rows.append(["busbw on hvd_mem_alloc buffers", "not measured: " + why, "-", "-", "see busbw rows",
+                 "-", ">= 80% of limit", "-"])
+    return rows
+
+
+def best_variant(s, model, pml):
+    best = None
+    for name in s.data:
+        prefix = "model_%s_%s_" % (model, pml)
+        if name.startswith(prefix):
+            v = s.median(name)
+            if v and (best is None or v < best[0]):
+                best = (v, name[len(prefix):])
+    return best
+
+
+def variant_cell(best):
+    return "%s (%s)" % (fmt(best[0], 1), best[1]) if best else "-"
+
+
+def model_rows(s):
+    rows = []
+    for model, title in MODELS:
+        h = s.median("model_%s_hvdc" % model)
+        o, u = best_variant(s, model, "ob1"), best_variant(s, model, "ucx")
+        if not (h or o or u):
+            continue
+        better = smallest(o[0] if o else None, u[0] if u else None)
+        rows.append(["%s gradient step, ms" % title, fmt(h, 1), variant_cell(o), variant_cell(u), "-",
+                     fmt(h / better) + "x time" if h and better else "-",
+                     "<= %.1fx time" % MODEL_TARGET,
+                     verdict(h / better <= MODEL_TARGET if h and better else None)])
+    return rows
+
+
+def multihost_rows(s):
+    rows = []
+    oneway, bidir = s.median("mh_link_oneway"), s.median("mh_link_bidir")
+    if oneway or bidir:
+        rows.append(["two hosts: veth raw TCP, one stream / each way at once, GB/s", "-", "-", "-",
+                     "%s / %s" % (fmt(oneway), fmt(bidir)), "-", "-", "-"])
+    sizes = set(s.data.get("mh_hvdc", {})) | set(s.data.get("mh_ob1", {}))
+    for size in sorted(sizes):
+        h, o, u = (s.median("mh_" + k, size) for k in ("hvdc", "ob1", "ucx"))
+        better = largest(o, u)
+        target = None
+        if better and bidir:
+            target = max(min(better, 0.9 * bidir), 0.8 * bidir)
+        rows.append(["two hosts: busbw %s, GB/s (UCX/TCP vs MPI over TCP)" % size_label(size),
+                     fmt(h), fmt(o), fmt(u), fmt(bidir),
+                     fmt(h / better) + "x" if h and better else "-",
+                     ">= %s (1.0x MPI, >= 80%% link, <= 90%% link)" % fmt(target)
+                     if target else "-",
+                     verdict(h >= target if h and target else None)])
+    return rows
+
+
+HEADER = ["workload", "hvdc", "Open MPI ob1", "Open MPI pml ucx", "limit",
+          "ratio vs better MPI", "target", "met?"]
+
+
+def markdown(machine, table, runs, skipped, failures):
+    lines = ["# hvdc beside Open MPI: np 2, float32 sum allreduce (bench/compare.sh)", "",
+             "- date: %s; commit: %s" % (machine["date_utc"], machine["commit"]),
+             "- machine: %s, %s cores, %s GiB memory, Linux %s" % (
+                 machine["cpu"], machine["cores"], machine["memory_gib"], machine["kernel"]),
+             "- %s; UCX %s" % (machine["open_mpi"], machine["ucx"]),
+             "- command: `%s`; each figure is the median of %d invocation(s)" % (
+                 machine["command"], runs),
+             "- load average at start / end: %s / %s (other jobs on the machine make every "
+             "figure noisy)" % (machine["load_at_start"], machine.get("load_at_end", "?")),
+             "- busbw = algbw x 2(n-1)/n. hvdc is `hvdc_bench` (MPI only bootstraps it); Open MPI "
+             "is `hvdc_bench --mpi-only` under `--mca pml ob1` and under `--mca pml ucx --mca "
+             "pml_ucx_tls any --mca pml_ucx_devices any`. The limit is `shm_limit`: two "
+             "processes reduce halves of one shared segment in place, the better of normal and "
+             "non-temporal stores, as busbw.", ""]
+    lines.append("| " + " | ".join(HEADER) + " |")
+    lines.append("|" + "---|" * len(HEADER))
+    lines += ["| " + " | ".join(row) + " |" for row in table]
+    if skipped:
+        lines += ["", "Two hosts skipped: " + skipped]
+    if failures:
+        lines += ["", "Failed measurements (their cells are empty):", ""]
+        lines += ["- " + f for f in failures]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_csv(path, series):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["series", "size_bytes", "invocation", "value"])
+        for name in sorted(series.data):
+            for key in sorted(series.data[name], key=str):
+                for i, v in sorted(series.data[name][key].items()):
+                    w.writerow([name, key if key != "value" else "", i, v])
+
+
+def report(out):
+    machine = read_json(os.path.join(out, "machine.json"))
+    machine["load_at_end"] = load_average()
+    series = collect(os.path.join(out, "raw"))
+    invocations = {i for d in series.data.values() for k in d.values() for i in k}
+    table = one_host_rows(series) + limit_rows(series) + model_rows(series)
+    table += multihost_rows(series)
+
+    def text_of(name):
+        path = os.path.join(out, name)
+        if not os.path.exists(path):
+            return ""
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+
+    skipped = text_of("raw/multihost-skipped.txt")
+    failures = [l for l in text_of("failures.txt").splitlines() if l]
+    doc = {"machine": machine, "invocations": len(invocations), "header": HEADER, "table": table,
+           "raw": {n: {str(k): v for k, v in d.items()} for n, d in series.data.items()},
+           "median": {n: {str(k): statistics.median(v.values()) for k, v in d.items()}
+                      for n, d in series.data.items()},
+           "multihost_skipped": skipped, "failures": failures}
+    with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    write_csv(os.path.join(out, "compare.csv"), series)
+    text = markdown(machine, table, len(invocations), skipped, failures)
+    with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    print(text)
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "machine":
+        record_machine(argv[2], argv[3:])
+    elif len(argv) == 3 and argv[1] == "report":
+        report(argv[2])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

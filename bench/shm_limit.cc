@@ -1,0 +1,312 @@
+// shm_limit: the physical limits an np-2 allreduce on one host is measured against, on this
+// machine and in the same run, without MPI or hvdc. Two processes (this one and a fork) map one
+// shared segment holding both ranks' buffers A and B.
+//   reduce     the zero-copy limit: rank r reduces half r of the buffers in place, reading A and
+//              B and writing the sum to both (every rank ends with the full result, as after an
+//              allreduce), then both meet at a barrier. busbw = bytes / time, the figure an
+//              allreduce's busbw (algbw * 2(n-1)/n, n = 2) is compared with.
+//   reduce-nt  the same with non-temporal stores (x86 with AVX2 only); the limit is the better.
+//   stream     memory bandwidth: each process streams over its own buffer in place (a[i] += 1,
+//              one read and one write), both at once; GB/s counts bytes read plus written. The
+//              in-place allreduce moves 4 bytes per byte of busbw, so it bounds busbw by GB/s / 4.
+// usage: shm_limit [-b MIN] [-e MAX] [-f FACTOR] [--json FILE]   (sizes are bytes per rank)
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "bench_options.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HAVE_NT_KERNEL 1
+#endif
+
+namespace {
+
+constexpr int kRanks = 2;
+constexpr size_t kAlign = 4096;
+
+// The control block at the segment's start: a two-party sense-reversing barrier and the child's
+// verdict on its first result.
+struct Control {
+  alignas(64) std::atomic<int> arrived;
+  alignas(64) std::atomic<int> phase;
+  alignas(64) std::atomic<int> child_wrong;
+};
+
+struct Segment {
+  Control* control;
+  float* a;  // rank 0's buffer
+  float* b;  // rank 1's buffer
+  size_t count;
+};
+
+enum Kernel { kReduce, kReduceNt, kStream, kKernels };
+
+double now_s() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// Spins briefly, then yields: other jobs share these cores, and a spinner that never yields can
+// hold the core its peer needs.
+void barrier(Control* c, int* sense) {
+  *sense = !*sense;
+  if (c->arrived.fetch_add(1) == kRanks - 1) {
+    c->arrived.store(0);
+    c->phase.store(*sense);
+    return;
+  }
+  for (unsigned spins = 0; c->phase.load() != *sense; ++spins) {
+    if (spins > 2000) sched_yield();
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void reduce_half(float* __restrict a,
+                                                                   float* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float s = a[i] + b[i];
+    a[i] = s;
+    b[i] = s;
+  }
+}
+
+#ifdef HAVE_NT_KERNEL
+// n is a multiple of 8 and both pointers 32-byte aligned (the halves are cache-line multiples).
+__attribute__((target("avx2"))) void reduce_half_nt(float* a, float* b, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    const __m256 s = _mm256_add_ps(_mm256_load_ps(a + i), _mm256_load_ps(b + i));
+    _mm256_stream_ps(a + i, s);
+    _mm256_stream_ps(b + i, s);
+  }
+  _mm_sfence();
+}
+#endif
+
+__attribute__((target_clones("avx2", "default"))) void stream_own(float* a, size_t n) {
+  for (size_t i = 0; i < n; ++i) a[i] += 1.0f;
+}
+
+void run_kernel(Kernel k, const Segment* s, int rank) {
+  const size_t half = s->count / 2, lo = rank * half;
+  if (k == kReduce) reduce_half(s->a + lo, s->b + lo, half);
+#ifdef HAVE_NT_KERNEL
+  if (k == kReduceNt) reduce_half_nt(s->a + lo, s->b + lo, half);
+#endif
+  if (k == kStream) stream_own(rank == 0 ? s->a : s->b, s->count);
+}
+
+long count_not(const float* v, size_t n, float want) {
+  long wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += v[i] != want;
+  return wrong;
+}
+
+// One op on 1s and 2s must leave 3s in both buffers: a limit measured on a kernel that does not
+// reduce would be no limit. Each rank first-touches its own buffer.
+long check_first_op(Kernel k, Segment* s, int rank, int* sense) {
+  float* mine = rank == 0 ? s->a : s->b;
+  for (size_t i = 0; i < s->count; ++i) mine[i] = static_cast<float>(rank + 1);
+  barrier(s->control, sense);
+  run_kernel(k, s, rank);
+  barrier(s->control, sense);
+  const size_t half = s->count / 2, lo = rank * half;
+  if (k == kStream) return count_not(mine, s->count, rank + 2.0f);
+  return count_not(s->a + lo, half, 3.0f) + count_not(s->b + lo, half, 3.0f);
+}
+
+// Seconds per op, as rank 0 sees it (the barrier keeps both ranks in step).
+double time_kernel(Kernel k, Segment* s, int rank, int iters, int* sense) {
+  for (int i = 0; i < 2; ++i) {
+    run_kernel(k, s, rank);
+    barrier(s->control, sense);
+  }
+  const double start = now_s();
+  for (int i = 0; i < iters; ++i) {
+    run_kernel(k, s, rank);
+    barrier(s->control, sense);
+  }
+  return (now_s() - start) / iters;
+}
+
+// About 2 GiB of traffic per measurement, at least 5 ops, at most 20000.
+int iterations_for(size_t bytes) {
+  const size_t want = (size_t{2} << 30) / bytes;
+  return want < 5 ? 5 : want > 20000 ? 20000 : static_cast<int>(want);
+}
+
+struct Options {
+  size_t min_bytes = 0, max_bytes = 0, factor = 0;
+  std::string json;
+};
+
+bool parse(int argc, char** argv, Options* o) {
+  o->min_bytes = 64 << 10;
+  o->max_bytes = 256 << 20;
+  o->factor = 4;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    bool ok = v != nullptr;
+    if (ok && a == "-b") {
+      ok = hvdc_bench::parse_size(v, &o->min_bytes);
+    } else if (ok && a == "-e") {
+      ok = hvdc_bench::parse_size(v, &o->max_bytes);
+    } else if (ok && a == "-f") {
+      ok = hvdc_bench::parse_size(v, &o->factor) && o->factor >= 2;
+    } else if (ok && a == "--json") {
+      o->json = v;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr,
+                   "shm_limit: bad argument %s %s\n"
+                   "usage: shm_limit [-b MIN] [-e MAX] [-f FACTOR>=2] [--json FILE]\n"
+                   "sizes are bytes per rank, with K, M, G suffixes (powers of 1024)\n",
+                   a.c_str(), v ? v : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+struct Row {
+  size_t bytes = 0;
+  double seconds[kKernels] = {};  // 0 where the kernel is not built for this machine
+  long wrong = 0;
+};
+
+bool kernel_available(Kernel k) {
+#ifdef HAVE_NT_KERNEL
+  if (k == kReduceNt) return __builtin_cpu_supports("avx2");
+#else
+  if (k == kReduceNt) return false;
+#endif
+  return true;
+}
+
+// Both ranks run every kernel in the same order; rank 0 keeps the times.
+void measure_size(Segment* s, int rank, Row* row) {
+  int sense = 0;
+  const int iters = iterations_for(row->bytes);
+  for (int k = 0; k < kKernels; ++k) {
+    const Kernel kernel = static_cast<Kernel>(k);
+    if (!kernel_available(kernel)) continue;
+    row->wrong += check_first_op(kernel, s, rank, &sense);
+    row->seconds[k] = time_kernel(kernel, s, rank, iters, &sense);
+  }
+}
+
+// Maps the segment, forks rank 1, measures, and fills rank 0's row (rank 1 exits here).
+bool run_size(Row* row) {
+  const size_t buffer = (row->bytes + kAlign - 1) / kAlign * kAlign;
+  const size_t total = kAlign + 2 * buffer;
+  void* mapped = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) {
+    std::fprintf(stderr, "shm_limit: mmap of %zu bytes failed: %s\n", total, std::strerror(errno));
+    return false;
+  }
+  char* base = static_cast<char*>(mapped);
+  Control* control = new (base) Control();  // zeroed atomics, placed in the shared page
+  Segment s = {control, reinterpret_cast<float*>(base + kAlign),
+               reinterpret_cast<float*>(base + kAlign + buffer), row->bytes / sizeof(float)};
+  const pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "shm_limit: fork failed: %s\n", std::strerror(errno));
+    return false;
+  }
+  measure_size(&s, child == 0 ? 1 : 0, row);
+  if (child == 0) {
+    control->child_wrong.store(row->wrong > 0 ? 1 : 0);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  row->wrong += control->child_wrong.load();
+  munmap(base, total);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+double gbps(double bytes, double seconds) {
+  return seconds > 0 ? bytes / seconds / 1e9 : 0;
+}
+
+// What a row reports, in GB/s.
+struct Figures {
+  double reduce, reduce_nt, limit;  // busbw
+  double stream;                    // bytes read + written by both ranks
+};
+
+Figures figures(const Row& r) {
+  Figures f;
+  f.reduce = gbps(r.bytes, r.seconds[kReduce]);
+  f.reduce_nt = gbps(r.bytes, r.seconds[kReduceNt]);
+  f.limit = std::max(f.reduce, f.reduce_nt);
+  f.stream = gbps(2.0 * kRanks * r.bytes, r.seconds[kStream]);
+  return f;
+}
+
+void write_json(const Options& o, const std::vector<Row>& rows) {
+  FILE* out = std::fopen(o.json.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "shm_limit: cannot write %s: %s\n", o.json.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(out, "{\"tool\": \"shm_limit\", \"ranks\": %d, \"rows\": [", kRanks);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Figures f = figures(rows[i]);
+    std::fprintf(out,
+                 "%s\n  {\"bytes\": %zu, \"reduce_busbw\": %.4f, \"reduce_nt_busbw\": %.4f, "
+                 "\"limit_busbw\": %.4f, \"stream_gbps\": %.4f, \"stream_busbw_bound\": %.4f, "
+                 "\"wrong\": %ld}",
+                 i ? "," : "", rows[i].bytes, f.reduce, f.reduce_nt, f.limit, f.stream,
+                 f.stream / 4, rows[i].wrong);
+  }
+  std::fprintf(out, "\n]}\n");
+  std::fclose(out);
+}
+
+void report(const Options& o, const std::vector<Row>& rows) {
+  std::printf("# shm_limit: 2 processes, one shared segment, float32 sum in place (busbw GB/s)\n");
+  std::printf("%12s %10s %10s %10s %12s %12s %7s\n", "size(B)", "reduce", "reduce_nt", "limit",
+              "stream_GB/s", "stream/4", "#wrong");
+  for (const Row& r : rows) {
+    const Figures f = figures(r);
+    std::printf("%12zu %10.2f %10.2f %10.2f %12.2f %12.2f %7ld\n", r.bytes, f.reduce, f.reduce_nt,
+                f.limit, f.stream, f.stream / 4, r.wrong);
+  }
+  if (!o.json.empty()) write_json(o, rows);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, &o)) return 2;
+  std::vector<Row> rows;
+  long wrong = 0;
+  for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+    Row row;
+    // Whole cache lines per half, so the halves never share a line and the AVX2 kernel's
+    // aligned accesses hold.
+    row.bytes = (bytes + 127) / 128 * 128;
+    if (!run_size(&row)) return 1;
+    wrong += row.wrong;
+    rows.push_back(row);
+  }
+  report(o, rows);
+  if (wrong != 0) std::fprintf(stderr, "shm_limit: FAILED: %ld wrong elements\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}
