@@ -27,16 +27,38 @@ std::string system_hostname() {
 // How long hvd_shutdown waits for the other ranks after the engine's work ended in a fault.
 constexpr double kFaultedShutdownSeconds = 5;
 
-}  // namespace
-
-namespace {
-
 std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig& config) {
   ops::BackendOptions options;
   options.small_allreduce_bytes = config.small_allreduce_bytes;
   options.segment_bytes = config.segment_bytes;
   options.deterministic = config.deterministic;
   return ops::make_backends(options);
+}
+
+// Rank 0 opens HVDC_TIMELINE; if it cannot, init fails on every rank (not only there, where the
+// others would wait for it forever).
+Status start_timeline_everywhere(Tracer& tracer, const std::string& path,
+                                 bootstrap::Bootstrap& bootstrap) {
+  if (path.empty()) return Status::ok();
+  std::string failure;
+  Status st = tracer.start(path);  // ok at once on ranks other than 0
+  if (!st.is_ok()) failure = st.message();
+  std::vector<std::string> all;
+  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(bootstrap, failure, &all));
+  if (all[0].empty()) return Status::ok();
+  return make_error(HVD_ERR_SYSTEM, "HVDC_TIMELINE: rank 0 %s", all[0].c_str());
+}
+
+// Sleeps until the engine is woken or the transport has work (transport: null on one rank).
+void idle_wait(transport::Transport* transport, int wake_fd) {
+  // Bounded so that a missed wake-up costs latency, never a hang.
+  constexpr int kMaxSleepMs = 100;
+  if (transport) {
+    transport->sleep(wake_fd, kMaxSleepMs);
+  } else {
+    struct pollfd fd = {wake_fd, POLLIN, 0};
+    ::poll(&fd, 1, kMaxSleepMs);
+  }
 }
 
 }  // namespace
@@ -79,7 +101,7 @@ Status Engine::connect() {
   sets.stall_shutdown_seconds = config_.stall_shutdown_seconds;
   sets_ = std::make_unique<MemberSets>(size, rank, sets);
   if (rank == 0) sets_->member(0)->controller->set_timeline(tracer_.open_timeline());
-  HVDC_RETURN_IF_ERROR(start_timeline_everywhere());
+  HVDC_RETURN_IF_ERROR(start_timeline_everywhere(tracer_, config_.timeline_path, *bootstrap_));
   HVDC_RETURN_IF_ERROR(sets_->add_static(config_.process_sets, *bootstrap_));
   if (size == 1) return Status::ok();  // a single rank needs no transport
   transport::TransportOptions options;
@@ -99,6 +121,18 @@ Status Engine::connect() {
 
 // The parts that need the transport (when there is one).
 void Engine::start_collaborators() {
+  if (transport_) {
+    stalls_ = std::make_unique<StallAgreement>(transport_.get(), config_.timeout_seconds);
+  }
+  TerminationContext termination;
+  termination.rank = topology_.rank;
+  termination.transport = transport_.get();
+  termination.sets = sets_.get();
+  termination.queue = &queue_;
+  termination.agreed = &responses_;
+  termination.stalls = stalls_.get();
+  termination_ = std::make_unique<Termination>(std::move(termination));
+  auto fail = [this](const Status& status) { termination_->terminate(status, true); };
   NegotiationConfig negotiation;
   negotiation.rank = topology_.rank;
   negotiation.size = topology_.size;
@@ -112,12 +146,9 @@ void Engine::start_collaborators() {
   context.queue = &queue_;
   context.stats = &stats_;
   context.tracer = &tracer_;
-  context.fail = [this](const Status& status) { terminate(status, true); };
-  context.terminated = &terminated_;
+  context.fail = fail;
+  context.terminated = &termination_->status();
   negotiation_ = std::make_unique<Negotiation>(negotiation, std::move(context));
-  if (transport_) {
-    stalls_ = std::make_unique<StallAgreement>(transport_.get(), config_.timeout_seconds);
-  }
   StageContext stage;
   stage.transport = transport_.get();
   stage.sets = sets_.get();
@@ -126,24 +157,15 @@ void Engine::start_collaborators() {
   stage.tracer = &tracer_;
   stage.negotiation = negotiation_.get();
   stage.stalls = stalls_.get();
-  stage.fail = [this](const Status& status) { terminate(status, true); };
-  stage.interrupt = [this] { return interrupt_check(); };
-  stage.peer_shutdown_reached = [this] { return finish_peer_shutdown(); };
-  stage.terminated = &terminated_;
+  stage.fail = fail;
+  stage.interrupt = [this] {
+    // A hang report is most wanted while a collective waits.
+    hang_reports_.poll([this] { return describe_pending(); });
+    return termination_->interrupt(stage_ ? stage_->starting() : nullptr);
+  };
+  stage.peer_shutdown_reached = [this] { return termination_->finish_peer_shutdown(); };
+  stage.terminated = &termination_->status();
   stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
-}
-
-// Rank 0 opens HVDC_TIMELINE; if it cannot, init fails on every rank (not only there, where the
-// others would wait for it forever).
-Status Engine::start_timeline_everywhere() {
-  if (config_.timeline_path.empty()) return Status::ok();
-  std::string failure;
-  Status st = tracer_.start(config_.timeline_path);  // ok at once on ranks other than 0
-  if (!st.is_ok()) failure = st.message();
-  std::vector<std::string> all;
-  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, failure, &all));
-  if (all[0].empty()) return Status::ok();
-  return make_error(HVD_ERR_SYSTEM, "HVDC_TIMELINE: rank 0 %s", all[0].c_str());
 }
 
 Engine::~Engine() {
@@ -169,17 +191,12 @@ std::string Engine::auto_name(OpType type, int32_t process_set) {
 }
 
 void Engine::abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (abort_reason_.empty()) abort_reason_ = reason.empty() ? "(no reason given)" : reason;
-  }
-  abort_requested_.store(true);
+  termination_->request_abort(reason);
   queue_.wake();
 }
 
 Status Engine::async_error() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return async_error_;
+  return termination_->async_error();
 }
 
 void Engine::run() {
@@ -191,14 +208,14 @@ void Engine::run() {
     if (step()) {
       last_busy = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - last_busy > spin) {
-      idle_wait();
+      idle_wait(transport_.get(), queue_.wake_fd());
     } else {
       sched_yield();  // let a thread that has work (the app, a peer's engine) have the core
     }
   }
-  if (terminated_.is_ok()) {
-    terminate(make_error(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank %d", topology_.rank),
-              true);
+  if (termination_->status().is_ok()) {
+    termination_->terminate(
+        make_error(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank %d", topology_.rank), true);
   }
   // Collectives still in flight use their callers' buffers until their backend finishes them.
   while (!stage_->idle()) {
@@ -214,13 +231,9 @@ bool Engine::step() {
   if (transport_) busy |= transport_->progress() > 0;
   busy |= hang_reports_.poll([this] { return describe_pending(); });
   watch_pending();
-  busy |= poll_terminate();
-  busy |= stalls_ && stalls_->poll();
-  busy |= check_peer_connections();
-  busy |= handle_abort_request();
-  busy |= finish_peer_shutdown();
+  busy |= termination_->poll();       // notices, stall reports, failed peers, abort, peer shutdown
   busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
-  if (!terminated_.is_ok()) return busy;
+  if (!termination_->status().is_ok()) return busy;
   busy |= negotiation_->report_local_requests();
   busy |= negotiation_->coordinate();
   busy |= negotiation_->expose_stalled_hits();
@@ -230,7 +243,7 @@ bool Engine::step() {
 }
 
 // Once a second, the age of the oldest op in flight decides whether this rank logs a hang
-// report (forensics.cc) and whether it probes its peers with a round (rounds.cc).
+// report (faults/hang_reports.h) and whether it probes its peers with a round (negotiation/).
 void Engine::watch_pending() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_pending_check_) return;
@@ -254,20 +267,9 @@ std::string Engine::describe_pending() {
                                             stage_->running(), sets_->members()});
 }
 
-void Engine::idle_wait() {
-  // Bounded so that a missed wake-up costs latency, never a hang.
-  constexpr int kMaxSleepMs = 100;
-  if (transport_) {
-    transport_->sleep(queue_.wake_fd(), kMaxSleepMs);
-  } else {
-    struct pollfd fd = {queue_.wake_fd(), POLLIN, 0};
-    ::poll(&fd, 1, kMaxSleepMs);
-  }
-}
-
 Status Engine::shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
     if (shut_down_) return Status::ok();
     shut_down_ = true;
   }

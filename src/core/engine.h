@@ -20,6 +20,7 @@
 #include "core/execution/stage.h"
 #include "core/faults/hang_reports.h"
 #include "core/faults/stall_agreement.h"
+#include "core/faults/termination.h"
 #include "core/negotiation/negotiation.h"
 #include "core/process_set_table.h"
 #include "core/response_cache.h"
@@ -92,20 +93,9 @@ class Engine {
   Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config);
   Status connect();
   void start_collaborators();
-  Status start_timeline_everywhere();
   void run();
   bool step();
-  void idle_wait();
   void watch_pending();
-
-  // termination.cc
-  bool poll_terminate();
-  bool handle_abort_request();
-  bool check_peer_connections();
-  bool finish_peer_shutdown();
-  void note_peer_completed_ops(const std::vector<int64_t>& pairs);
-  void terminate(const Status& status, bool notify_peers);
-  Status interrupt_check();
   // The text of a hang report (faults/pending_report.h).
   std::string describe_pending();
 
@@ -124,16 +114,13 @@ class Engine {
   Tracer tracer_;  // the timeline, on rank 0
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> abort_requested_{false};
   std::mutex auto_name_mutex_;
   std::map<std::pair<int32_t, OpType>, uint64_t> auto_name_counters_;
-  Status terminated_;            // engine thread only: non-ok once aborted or shut down
-  bool peer_shut_down_ = false;  // a peer's shutdown notice arrived (engine thread only)
-  // Per set shared with peers that shut down: the fewest collectives one of them completed.
-  std::map<int32_t, int64_t> peer_shutdown_ops_;
-  Status peer_shutdown_status_;
   // Whom a timed-out collective waited for in the end (with a transport only).
   std::unique_ptr<StallAgreement> stalls_;
+  // Ends the work on abort, a peer's notice or failure, a failed transfer (faults/); made once
+  // connected.
+  std::unique_ptr<Termination> termination_;
   // Runs what was agreed (execution/); made once connected.
   std::unique_ptr<ExecutionStage> stage_;
 
@@ -141,9 +128,7 @@ class Engine {
   HangReports hang_reports_;
   std::chrono::steady_clock::time_point next_pending_check_;  // watch_pending's next turn
 
-  mutable std::mutex mutex_;  // guards the fields below
-  std::string abort_reason_;
-  Status async_error_;
+  std::mutex shutdown_mutex_;  // guards shut_down_
   bool shut_down_ = false;
 };
 
