@@ -163,7 +163,7 @@ const std::vector<Knob>& knob_registry() {
        "Seconds without progress in a collective waiting on a peer (1.5x that for a negotiation "
        "round) after which every pending op fails with HVD_ERR_TIMEOUT on every rank; 0 waits "
        "forever. A dead peer is found sooner (about 1 s)."},
-      {"HVDC_ROUND_TREE_MIN_RANKS", nullptr, -1, true, "16", parse_positive,
+      {"HVDC_ROUND_TREE_MIN_RANKS", nullptr, -1, true, "64", parse_positive,
        "From this many ranks on, a negotiation round goes up and down a tree of the ranks "
        "(O(n) messages) instead of from every rank to every rank (n(n-1) messages, fewer "
        "hops). Must be the same on every rank."},

@@ -1,6 +1,6 @@
 // Rounds of agreement up and down a tree (core/negotiation/round_tree.h, tree_rounds.h): the
 // tree's shape, its messages on the wire, and engines as threads that agree through it (forced
-// at 2..8 ranks, by default at 33) on collectives and cache hits over overlapping process sets.
+// at 2..8 ranks, by default at 65) on collectives and cache hits over overlapping process sets.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/message.h"
+#include "core/negotiation/negotiation.h"
 #include "core/negotiation/round_tree.h"
 #include "thread_engines.h"
 
@@ -192,8 +193,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RoundTreeForced, ::testing::Range(2, 9),
                          });
 
 // Above the default crossover the tree is on without any setting.
-TEST(RoundTreeDefault, ThirtyThreeRanksAgreeThroughTheTree) {
-  expect_agreement_by_tree(33, 0, 3);
+TEST(RoundTreeDefault, SixtyFiveRanksAgreeThroughTheTree) {
+  ASSERT_LT(hvdc::core::kDefaultRoundTreeMinRanks, 65);
+  expect_agreement_by_tree(65, 0, 3);
 }
 
 // One rank of 10 goes silent (its messages dropped: a stopped process). With fanout 8 rank 9's

@@ -26,7 +26,7 @@ namespace hvdc::core {
 
 // Below this many ranks the all-to-all round (2 hops) is faster than the tree (3 log_k(n) + 1
 // hops); measured in docs/performance.md ("Scale of agreement").
-constexpr int kDefaultRoundTreeMinRanks = 16;
+constexpr int kDefaultRoundTreeMinRanks = 64;
 constexpr int kRoundTreeFanout = 8;
 
 struct NegotiationConfig {
