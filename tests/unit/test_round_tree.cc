@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/message.h"
@@ -234,6 +235,14 @@ TEST_P(RoundTreeFaults, SilentRankIsNamedOnEverySurvivor) {
         << "rank " << r << ": " << status[r].message();
   }
   EXPECT_GT(job->fabric().counts().of(TagKind::kTreeRound), 0u);
+  // The silent rank still hears the survivors: their failure notice reaches it too (and its
+  // shutdown then skips the barrier the others skip).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (job->engine(kSilent).async_error().is_ok() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(job->engine(kSilent).async_error().code(), HVD_ERR_TIMEOUT);
   job->shutdown();
 }
 
