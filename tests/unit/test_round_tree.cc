@@ -126,39 +126,63 @@ float sum_over(int n, int32_t set, size_t step) {
   return sum;
 }
 
-// Every rank submits, per step, an allreduce on each of its sets, in an order that differs per
-// rank; names repeat across steps, so steps after the first are cache hits.
-Status run_steps(ThreadEngines& job, int r, int steps) {
+// The members' values of one step's allgather on `set`, in member order.
+std::vector<int32_t> gathered(int n, int32_t set, int step) {
+  std::vector<int32_t> out;
+  for (int q = 0; q < n; ++q) {
+    if (member(n, set, q)) out.push_back(q + 100 * step);
+  }
+  return out;
+}
+
+// One step's ops on rank r's sets: submitted in `sets` order, each an allreduce and an
+// allgather; returns what differs from the reference.
+Status run_step(ThreadEngines& job, int r, int step, const std::vector<int32_t>& sets) {
   const int n = job.size();
+  std::vector<std::shared_ptr<hvdc::core::OpState>> reduced(sets.size()), gathers(sets.size());
+  std::vector<std::vector<float>> in(sets.size()), out(sets.size());
+  const int32_t mine = r + 100 * step;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    in[k].assign(8, static_cast<float>(r + 1 + step));
+    out[k].assign(8, -1.f);
+    const std::string suffix = std::to_string(sets[k]);
+    Request sum = hvdc_test::make_request("grad." + suffix, OpType::kAllreduce, HVD_FLOAT32, {8});
+    sum.reduce_op = HVD_OP_SUM;
+    sum.process_set = sets[k];
+    HVDC_RETURN_IF_ERROR(hvdc_test::submit(
+        job.engine(r), hvdc_test::make_entry(sum, in[k].data(), out[k].data()), &reduced[k]));
+    Request gather = hvdc_test::make_request("ranks." + suffix, OpType::kAllgather, HVD_INT32, {1});
+    gather.process_set = sets[k];
+    HVDC_RETURN_IF_ERROR(hvdc_test::submit(
+        job.engine(r), hvdc_test::make_entry(gather, &mine, nullptr), &gathers[k]));
+  }
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const std::string where = "set " + std::to_string(sets[k]) + " step " + std::to_string(step);
+    HVDC_RETURN_IF_ERROR(hvdc_test::await(reduced[k]));
+    if (out[k][7] != sum_over(n, sets[k], static_cast<size_t>(step))) {
+      return Status(HVD_ERR_INTERNAL, where + ": sum " + std::to_string(out[k][7]));
+    }
+    HVDC_RETURN_IF_ERROR(hvdc_test::await(gathers[k]));
+    hvd_tensor_t t;
+    if (!gathers[k]->output(&t)) return Status(HVD_ERR_INTERNAL, where + ": no allgather output");
+    const auto* data = static_cast<const int32_t*>(t.data);
+    if (std::vector<int32_t>(data, data + t.shape[0]) != gathered(n, sets[k], step)) {
+      return Status(HVD_ERR_INTERNAL, where + ": wrong allgather");
+    }
+  }
+  return Status::ok();
+}
+
+// Every rank submits, per step, an allreduce and an allgather on each of its sets, in an order
+// that differs per rank; names repeat across steps, so steps after the first are cache hits.
+Status run_steps(ThreadEngines& job, int r, int steps) {
   for (int step = 0; step < steps; ++step) {
-    std::vector<int32_t> sets = {0, 1, 2};
-    std::rotate(sets.begin(), sets.begin() + (r + step) % 3, sets.end());
-    std::vector<std::shared_ptr<hvdc::core::OpState>> states;
-    std::vector<std::vector<float>> in, out;
-    for (int32_t set : sets) {
-      if (!member(n, set, r)) continue;
-      in.emplace_back(8, static_cast<float>(r + 1 + step));
-      out.emplace_back(8, -1.f);
-      Request req = hvdc_test::make_request("grad." + std::to_string(set), OpType::kAllreduce,
-                                            HVD_FLOAT32, {8});
-      req.reduce_op = HVD_OP_SUM;
-      req.process_set = set;
-      states.emplace_back();
-      HVDC_RETURN_IF_ERROR(hvdc_test::submit(
-          job.engine(r), hvdc_test::make_entry(req, in.back().data(), out.back().data()),
-          &states.back()));
+    std::vector<int32_t> sets;
+    for (int32_t set : {0, 1, 2}) {
+      if (member(job.size(), set, r)) sets.push_back(set);
     }
-    size_t k = 0;
-    for (int32_t set : sets) {
-      if (!member(n, set, r)) continue;
-      HVDC_RETURN_IF_ERROR(hvdc_test::await(states[k]));
-      if (out[k][7] != sum_over(n, set, static_cast<size_t>(step))) {
-        return Status(HVD_ERR_INTERNAL, "set " + std::to_string(set) + " step " +
-                                            std::to_string(step) + ": " +
-                                            std::to_string(out[k][7]));
-      }
-      ++k;
-    }
+    std::rotate(sets.begin(), sets.begin() + (r + step) % sets.size(), sets.end());
+    HVDC_RETURN_IF_ERROR(run_step(job, r, step, sets));
   }
   return Status::ok();
 }
