@@ -1,12 +1,14 @@
 // Scale of agreement: control messages and time per negotiation round at many ranks, with
 // engines as threads of this process on the loopback transport (no UCX, no launcher).
 //
-//   hvdc_agreement_scale [--ranks 8,32,128,512] [--ops N]
+//   hvdc_agreement_scale [--ranks 8,32,128,512] [--ops N] [--tree-from N]
 //
 // Each rank runs `ops` barriers of one name, waiting for each: a barrier moves no data, so what
 // is measured is agreement alone. The first barrier is negotiated through the coordinator; the
 // others are cache hits, agreed in a round. Message counts are exact (the fabric counts every
 // message by tag kind); times on a machine with fewer cores than ranks are only indicative.
+// --tree-from sets HVDC_ROUND_TREE_MIN_RANKS (2: always the tree; a large value: always the
+// all-to-all); by default the engine's own crossover decides.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -30,7 +32,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::vector<int> ranks = {8, 32, 128, 512};
-  int ops = 0;  // 0: scaled by the rank count
+  int ops = 0;        // 0: scaled by the rank count
+  int tree_from = 0;  // HVDC_ROUND_TREE_MIN_RANKS; 0: the default
 };
 
 bool parse(int argc, char** argv, Options* out) {
@@ -60,8 +63,15 @@ bool parse(int argc, char** argv, Options* out) {
         std::fprintf(stderr, "--ops: '%s' is not a count >= 2\n", value.c_str());
         return false;
       }
+    } else if (arg == "--tree-from") {
+      out->tree_from = std::atoi(value.c_str());
+      if (out->tree_from < 2) {
+        std::fprintf(stderr, "--tree-from: '%s' is not a rank count >= 2\n", value.c_str());
+        return false;
+      }
     } else {
-      std::fprintf(stderr, "unknown option %s (options: --ranks LIST, --ops N)\n", arg.c_str());
+      std::fprintf(stderr, "unknown option %s (options: --ranks LIST, --ops N, --tree-from N)\n",
+                   arg.c_str());
       return false;
     }
   }
@@ -112,11 +122,13 @@ struct Row {
   double coordinator_msgs_first = 0;  // request lists of the uncached first barrier
   double ms_per_op = 0;
   double ms_per_round = 0;
+  bool tree = false;
 };
 
-bool measure(int n, int ops, Row* row) {
+bool measure(int n, int ops, int tree_from, Row* row) {
   hvdc::core::EngineConfig config;
   config.hostname = "agreement-scale";
+  if (tree_from > 0) config.round_tree_min_ranks = tree_from;
   std::unique_ptr<ThreadEngines> job;
   Status st = ThreadEngines::start(n, config, &job);
   if (!st.is_ok()) {
@@ -136,7 +148,11 @@ bool measure(int n, int ops, Row* row) {
   row->ranks = n;
   row->ops = ops;
   row->rounds_per_op = rounds / warm_ops;
-  row->round_msgs_per_round = static_cast<double>(fabric.counts().of(TagKind::kRound)) / rounds;
+  // All-to-all rounds or tree rounds: one of the two kinds is 0.
+  const auto counts = fabric.counts();
+  row->round_msgs_per_round =
+      static_cast<double>(counts.of(TagKind::kRound) + counts.of(TagKind::kTreeRound)) / rounds;
+  row->tree = counts.of(TagKind::kTreeRound) > 0;
   row->ms_per_op = seconds * 1e3 / warm_ops;
   row->ms_per_round = seconds * 1e3 / rounds;
   for (const Status& s : job->shutdown()) {
@@ -151,15 +167,16 @@ int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, &options)) return 2;
   std::printf("# agreement scale: barriers (cache hits after the first), loopback transport\n");
-  std::printf("%6s %5s %10s %14s %12s %14s %12s %13s\n", "ranks", "ops", "rounds/op",
-              "round msgs/rd", "per rank", "first: reqlist", "ms/op", "ms/round");
+  std::printf("%6s %5s %10s %14s %12s %14s %12s %13s %s\n", "ranks", "ops", "rounds/op",
+              "round msgs/rd", "per rank", "first: reqlist", "ms/op", "ms/round", "rounds");
   for (int n : options.ranks) {
     const int ops = options.ops > 0 ? options.ops : std::max(4, 4096 / n);
     Row row;
-    if (!measure(n, ops, &row)) return 1;
-    std::printf("%6d %5d %10.2f %14.0f %12.1f %14.0f %12.3f %13.3f\n", row.ranks, row.ops,
+    if (!measure(n, ops, options.tree_from, &row)) return 1;
+    std::printf("%6d %5d %10.2f %14.0f %12.1f %14.0f %12.3f %13.3f %s\n", row.ranks, row.ops,
                 row.rounds_per_op, row.round_msgs_per_round, row.round_msgs_per_round / row.ranks,
-                row.coordinator_msgs_first, row.ms_per_op, row.ms_per_round);
+                row.coordinator_msgs_first, row.ms_per_op, row.ms_per_round,
+                row.tree ? "tree" : "all-to-all");
     std::fflush(stdout);
   }
   return 0;

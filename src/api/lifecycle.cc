@@ -3,6 +3,8 @@
 
 #include "api/api_state.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include "api/config_api.h"
@@ -33,6 +35,8 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.timeline_mark_cycles = settings.get_int("HVDC_TIMELINE_MARK_CYCLES") != 0;
   config.process_sets = settings.get_str("HVDC_PROCESS_SETS");
   config.timeout_seconds = static_cast<int>(settings.get_int("HVDC_TIMEOUT"));
+  config.round_tree_min_ranks =
+      static_cast<int>(std::min<int64_t>(settings.get_int("HVDC_ROUND_TREE_MIN_RANKS"), INT32_MAX));
   return config;
 }
 

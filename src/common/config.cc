@@ -163,6 +163,10 @@ const std::vector<Knob>& knob_registry() {
        "Seconds without progress in a collective waiting on a peer (1.5x that for a negotiation "
        "round) after which every pending op fails with HVD_ERR_TIMEOUT on every rank; 0 waits "
        "forever. A dead peer is found sooner (about 1 s)."},
+      {"HVDC_ROUND_TREE_MIN_RANKS", nullptr, -1, true, "64", parse_positive,
+       "From this many ranks on, a negotiation round goes up and down a tree of the ranks "
+       "(O(n) messages) instead of from every rank to every rank (n(n-1) messages, fewer "
+       "hops). Must be the same on every rank."},
       {"HVDC_PROCESS_SETS", nullptr, HVD_CFG_PROCESS_SETS, false, "", parse_any_string,
        "Static process sets created at init with ids 1, 2, ...: ranks separated by ',', sets "
        "by ';' (\"0,2;1,3\"). Must be the same on every rank."},

@@ -24,6 +24,22 @@ std::string system_hostname() {
   return name;
 }
 
+// Every rank must run rounds the same way (tree or all-to-all), or each waits for messages the
+// others never send: init fails on every rank when HVDC_ROUND_TREE_MIN_RANKS differs.
+Status agree_on_round_tree(bootstrap::Bootstrap& bootstrap, int min_ranks) {
+  std::vector<std::string> all;
+  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(bootstrap, std::to_string(min_ranks), &all));
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      return make_error(HVD_ERR_INVALID_ARGUMENT,
+                        "HVDC_ROUND_TREE_MIN_RANKS differs across ranks: rank 0 has %s, rank %zu "
+                        "has %s; set it to the same value on every rank",
+                        all[0].c_str(), r, all[r].c_str());
+    }
+  }
+  return Status::ok();
+}
+
 // How long hvd_shutdown waits for the other ranks after the engine's work ended in a fault.
 constexpr double kFaultedShutdownSeconds = 5;
 
@@ -95,6 +111,7 @@ Status Engine::connect() {
   std::vector<std::string> hosts;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
   topology_ = compute_topology(rank, hosts);
+  HVDC_RETURN_IF_ERROR(agree_on_round_tree(*bootstrap_, config_.round_tree_min_ranks));
   MemberSetsConfig sets;
   sets.cache_capacity = config_.cache_capacity;
   sets.stall_check_seconds = config_.stall_check_seconds;
@@ -139,6 +156,7 @@ void Engine::start_collaborators() {
   negotiation.timeout_seconds = config_.timeout_seconds;
   negotiation.stall_check_seconds = config_.stall_check_seconds;
   negotiation.fusion_threshold = config_.fusion_threshold;
+  negotiation.round_tree_min_ranks = config_.round_tree_min_ranks;
   NegotiationContext context;
   context.transport = transport_.get();
   context.sets = &sets_->members();

@@ -48,6 +48,7 @@ struct EngineConfig {
   bool timeline_mark_cycles = false;
   std::string process_sets;  // static sets, "0,2;1,3" (HVDC_PROCESS_SETS)
   int timeout_seconds = 60;  // no progress this long in a round or a collective fails; 0: never
+  int round_tree_min_ranks = kDefaultRoundTreeMinRanks;  // rounds by tree from this many ranks
   // Connects the ranks; empty: UCX (production). Tests inject the in-process loopback.
   transport::TransportFactory transport_factory;
 };

@@ -21,8 +21,9 @@ constexpr size_t kMinRequestBytes = 4 + 4 + kParamsBytes + 4;  // empty name and
 constexpr size_t kMinResponseBytes = 4 * 2 + kParamsBytes + 4 * 5;
 constexpr size_t kMinCacheBitsBytes = 4 + 4 + 4;
 constexpr size_t kMaxProcessSetsOnWire = 1 << 16;
-constexpr size_t kMaxCacheWords = (1 << 20) / 64;  // HVDC_CACHE_CAPACITY's limit
-constexpr size_t kMaxSizes = 1 << 20;              // one per rank
+constexpr size_t kMaxCacheWords = (1 << 20) / 64;       // HVDC_CACHE_CAPACITY's limit
+constexpr size_t kMaxSizes = 1 << 20;                   // one per rank
+constexpr size_t kMaxTreeEntryBytes = size_t{1} << 30;  // one rank's round message
 
 Status check_enum(int32_t value, int32_t max, const char* what) {
   if (value < 0 || value > max) {
@@ -256,6 +257,19 @@ std::string encode(const RoundMessage& msg) {
   return out.take();
 }
 
+std::string encode(const TreeMessage& msg) {
+  WireWriter out;
+  out.i32(static_cast<int32_t>(msg.kind));
+  out.i64(static_cast<int64_t>(msg.round));
+  out.i32(msg.open_next);
+  out.u32(static_cast<uint32_t>(msg.entries.size()));
+  for (const TreeEntry& e : msg.entries) {
+    out.i32(e.rank);
+    out.str(e.bytes);
+  }
+  return out.take();
+}
+
 std::string encode(const Terminate& msg) {
   WireWriter out;
   out.i32(msg.code);
@@ -294,6 +308,29 @@ Status decode(const std::string& bytes, RoundMessage* out) {
   HVDC_RETURN_IF_ERROR(read_cache_bits(in, &out->sets));
   HVDC_RETURN_IF_ERROR(in.i32(&out->joined));
   HVDC_RETURN_IF_ERROR(read_responses(in, &out->responses));
+  return in.finish();
+}
+
+Status decode(const std::string& bytes, TreeMessage* out) {
+  WireReader in(bytes, "tree round message");
+  int32_t kind = 0;
+  HVDC_RETURN_IF_ERROR(in.i32(&kind));
+  HVDC_RETURN_IF_ERROR(check_enum(kind, kMaxTreeKind, "tree message kind"));
+  out->kind = static_cast<TreeKind>(kind);
+  int64_t round = 0;
+  HVDC_RETURN_IF_ERROR(in.i64(&round));
+  out->round = static_cast<uint64_t>(round);
+  HVDC_RETURN_IF_ERROR(in.i32(&out->open_next));
+  uint32_t n = 0;
+  HVDC_RETURN_IF_ERROR(in.count(&n, 4 + 4));
+  if (n > static_cast<uint32_t>(transport::kMaxRanks)) {
+    return common::make_error(HVD_ERR_INTERNAL, "malformed message: %u tree entries", n);
+  }
+  out->entries.resize(n);
+  for (TreeEntry& e : out->entries) {
+    HVDC_RETURN_IF_ERROR(in.i32(&e.rank));
+    HVDC_RETURN_IF_ERROR(in.str(&e.bytes, kMaxTreeEntryBytes));
+  }
   return in.finish();
 }
 

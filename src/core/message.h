@@ -100,6 +100,30 @@ struct RoundMessage {
   ResponseList responses;       // negotiated by the sender as a coordinator
 };
 
+// Rounds of agreement at scale go up and down a tree of the ranks (tree_rounds.cc) in these.
+enum class TreeKind : int32_t {
+  kWant = 0,         // rank -> root: this rank has something for round `round`
+  kOpen = 1,         // parent -> children: round `round` is open, join it
+  kUp = 2,           // child -> parent: the round messages of the child's subtree
+  kDown = 3,         // parent -> children: every rank's round message; `open_next`
+  kProbe = 4,        // a rank whose round waits too long -> a rank it lacks: are you alive?
+  kProbeAnswer = 5,  // the answer, at once, from any live engine thread
+};
+constexpr int32_t kMaxTreeKind = 5;
+
+// One rank's encoded RoundMessage, carried as bytes through the tree (decoded at the end).
+struct TreeEntry {
+  int32_t rank = 0;
+  std::string bytes;
+};
+
+struct TreeMessage {
+  TreeKind kind = TreeKind::kWant;
+  uint64_t round = 0;
+  int32_t open_next = 0;  // kDown: 1 when round + 1 is open too (saves an kOpen)
+  std::vector<TreeEntry> entries;
+};
+
 struct Terminate {
   int32_t code = 0;  // HVD_ERR_ABORTED or HVD_ERR_SHUT_DOWN
   int32_t rank = -1;
@@ -121,11 +145,13 @@ std::string encode(const ResponseList& list);
 std::string encode(const RoundMessage& msg);
 std::string encode(const Terminate& msg);
 std::string encode(const StallReport& msg);
+std::string encode(const TreeMessage& msg);
 Status decode(const std::string& bytes, RequestList* out);
 Status decode(const std::string& bytes, ResponseList* out);
 Status decode(const std::string& bytes, RoundMessage* out);
 Status decode(const std::string& bytes, Terminate* out);
 Status decode(const std::string& bytes, StallReport* out);
+Status decode(const std::string& bytes, TreeMessage* out);
 
 // Decoding accepts any well-formed message; these check what the engine relies on when it acts
 // on one from a peer, which a corrupt or hostile peer could otherwise break: a request's shape

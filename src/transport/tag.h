@@ -14,6 +14,7 @@ enum class TagKind : uint64_t {
   kData = 3,         // collective payloads
   kTerminate = 4,    // abort or shutdown notice to every peer
   kStall = 5,        // a timed-out rank to every peer: whom it waited for (stall agreement)
+  kTreeRound = 6,    // rounds of agreement at scale: up and down a tree of the ranks
 };
 
 constexpr int kTagKindShift = 60;

@@ -88,6 +88,19 @@ bool equal(const core::StallReport& a, const core::StallReport& b) {
   return a.waiting_for == b.waiting_for;
 }
 
+bool equal(const core::TreeMessage& a, const core::TreeMessage& b) {
+  if (a.kind != b.kind || a.round != b.round || a.open_next != b.open_next ||
+      a.entries.size() != b.entries.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    if (a.entries[i].rank != b.entries[i].rank || a.entries[i].bytes != b.entries[i].bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool equal(const bs::StoreRequest& a, const bs::StoreRequest& b) {
   return a.op == b.op && a.client_nonce == b.client_nonce && a.rank == b.rank && a.key == b.key &&
          a.value == b.value && a.reads == b.reads && a.keys == b.keys &&
@@ -146,6 +159,9 @@ void fuzz_core(WireKind kind, const std::string& in) {
   } else if (kind == kStallReport) {
     core::StallReport report;
     round_trip("stall report", in, dec, enc, &report);
+  } else if (kind == kTreeMessage) {
+    core::TreeMessage msg;
+    round_trip("tree message", in, dec, enc, &msg);
   } else {
     core::Terminate notice;
     round_trip("terminate", in, dec, enc, &notice);

@@ -23,7 +23,8 @@ enum WireKind : uint8_t {
   kServerHello = 6,   // the store's greeting
   kFrameStream = 7,   // bytes on a store connection, read by FrameReader
   kStallReport = 8,   // a timed-out rank's list of the ranks it waited for
-  kWireKinds = 9
+  kTreeMessage = 9,   // a round up and down the tree: want, open, up, down, probe
+  kWireKinds = 10
 };
 
 // Byte 1 of a frame stream input.

@@ -153,6 +153,11 @@ std::vector<std::string> wire_seeds() {
   seeds.push_back(with_kind(kTerminate, core::encode(notice)));
   seeds.push_back(with_kind(kStallReport, core::encode(core::StallReport{{1, 3}})));
   seeds.push_back(with_kind(kStallReport, core::encode(core::StallReport{})));
+  core::TreeMessage down{core::TreeKind::kDown, 7, 1, {}};
+  down.entries.push_back(core::TreeEntry{0, core::encode(sample_round())});
+  down.entries.push_back(core::TreeEntry{1, core::encode(core::RoundMessage())});
+  seeds.push_back(with_kind(kTreeMessage, core::encode(down)));
+  seeds.push_back(with_kind(kTreeMessage, core::encode(core::TreeMessage{})));
   for (const bs::StoreRequest& r : sample_store_requests()) {
     seeds.push_back(with_kind(kStoreRequest, bs::encode_request(r)));
   }

@@ -23,6 +23,7 @@ const char* const kVariables[] = {
     "HVDC_BOOTSTRAP",      "HVDC_SPIN_MICROS",       "HVDC_SMALL_ALLREDUCE_BYTES",
     "HVDC_SEGMENT_BYTES",  "HVDC_FUSION_THRESHOLD",  "HOROVOD_FUSION_THRESHOLD",
     "HVDC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "HVDC_DETERMINISTIC",
+    "HVDC_TIMEOUT",        "HVDC_PROCESS_SETS",      "HVDC_ROUND_TREE_MIN_RANKS",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -85,7 +86,8 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_STALL_SHUTDOWN_TIME"), 300);
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
-  EXPECT_EQ(s.entries().size(), 22u);
+  EXPECT_EQ(s.get_int("HVDC_ROUND_TREE_MIN_RANKS"), 64);
+  EXPECT_EQ(s.entries().size(), 23u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }

@@ -15,6 +15,7 @@
 
 #include "core/engine_stats.h"
 #include "core/message.h"
+#include "core/negotiation/tree_rounds.h"
 #include "core/process_set_table.h"
 #include "core/set_state.h"
 #include "core/tensor_queue.h"
@@ -23,6 +24,11 @@
 
 namespace hvdc::core {
 
+// Below this many ranks the all-to-all round (2 hops) is faster than the tree (3 log_k(n) + 1
+// hops); measured in docs/performance.md ("Scale of agreement").
+constexpr int kDefaultRoundTreeMinRanks = 64;
+constexpr int kRoundTreeFanout = 8;
+
 struct NegotiationConfig {
   int rank = 0;
   int size = 1;
@@ -30,6 +36,10 @@ struct NegotiationConfig {
   int stall_check_seconds = 60;  // HVDC_STALL_CHECK_TIME: cached tensors waiting longer go to
                                  // the coordinator, which names the missing ranks
   size_t fusion_threshold = 2 << 20;
+  // HVDC_ROUND_TREE_MIN_RANKS: from this many ranks on, rounds go up and down a tree
+  // (tree_rounds.h) instead of from every rank to every rank.
+  int round_tree_min_ranks = kDefaultRoundTreeMinRanks;
+  int round_tree_fanout = kRoundTreeFanout;
 };
 
 // What negotiation works on, owned by the engine (engine thread only).
@@ -47,8 +57,10 @@ struct NegotiationContext {
 
 class Negotiation {
  public:
-  Negotiation(const NegotiationConfig& config, NegotiationContext context)
-      : config_(config), ctx_(std::move(context)) {}
+  Negotiation(const NegotiationConfig& config, NegotiationContext context);
+  ~Negotiation();
+  // Whether rounds go through the tree (else all-to-all).
+  bool uses_round_tree() const { return tree_ != nullptr; }
 
   // Reports the requests submitted since the last call: cached ones in the next round, the
   // others to their set's coordinator. True if there were any.
@@ -80,6 +92,8 @@ class Negotiation {
   void add_remote_requests(int from, RequestList list);
   bool take_coordinated(SetState& set);
   // rounds.cc
+  std::unique_ptr<RoundMessage> build_round_message();
+  Status decode_round_message(const std::string& bytes, RoundMessage* msg) const;
   void send_round_message();
   CacheBits announce_cache_bits(SetState& set);
   void complete_round(std::deque<Response>* agreed);
@@ -91,6 +105,11 @@ class Negotiation {
   void cache_responses(SetState& set, const std::vector<Response>& responses);
   void revalidate_pending_hits(SetState& set);
   void demote_unjoinable_hits(SetState& set);
+  // rounds_by_tree.cc
+  bool progress_tree_rounds(std::deque<Response>* agreed);
+  bool join_tree_round(uint64_t next, bool* busy);
+  Status take_tree_round(uint64_t next, std::vector<TreeEntry> all);
+  void check_tree_round_time();
 
   const NegotiationConfig config_;
   NegotiationContext ctx_;
@@ -100,6 +119,8 @@ class Negotiation {
   std::chrono::steady_clock::time_point round_started_;  // when this rank's message went out
   std::chrono::steady_clock::time_point last_round_done_;
   std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
+  std::unique_ptr<TreeRounds> tree_;  // rounds up and down a tree; null: all-to-all
+  bool tree_probed_ = false;          // the round in progress probed the ranks it lacks
   std::chrono::steady_clock::time_point next_stall_check_;
   bool warned_eviction_ = false;
   bool self_joined_ = false;

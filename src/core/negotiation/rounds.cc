@@ -7,6 +7,8 @@
 // cached tensors ready on every member (the AND of their hit bits) in slot order, and keeps the
 // part of its own sets. Rounds complete in the same order everywhere, so any two ranks execute
 // the collectives they share in the same order, and warm steps never wait for a coordinator.
+#include <algorithm>
+
 #include "common/log.h"
 #include "core/fusion.h"
 #include "core/negotiation/negotiation.h"
@@ -16,7 +18,25 @@ namespace hvdc::core {
 using transport::make_tag;
 using transport::TagKind;
 
+Negotiation::Negotiation(const NegotiationConfig& config, NegotiationContext context)
+    : config_(config), ctx_(std::move(context)) {
+  if (ctx_.transport != nullptr && config_.size >= std::max(2, config_.round_tree_min_ranks)) {
+    tree_ = std::make_unique<TreeRounds>(
+        RoundTree(config_.rank, config_.size, config_.round_tree_fanout), ctx_.transport);
+  }
+}
+
+Negotiation::~Negotiation() = default;
+
+// A peer's round message, checked as far as the engine acts on it.
+Status Negotiation::decode_round_message(const std::string& bytes, RoundMessage* msg) const {
+  HVDC_RETURN_IF_ERROR(decode(bytes, msg));
+  for (const Response& r : msg->responses.responses) HVDC_RETURN_IF_ERROR(check_response(r));
+  return Status::ok();
+}
+
 bool Negotiation::progress_rounds(std::deque<Response>* agreed) {
+  if (tree_) return progress_tree_rounds(agreed);
   bool busy = false;
   transport::Tag tag;
   std::string bytes;
@@ -25,10 +45,7 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed) {
     busy = true;
     auto msg = std::make_unique<RoundMessage>();
     const int from = transport::tag_source(tag);
-    Status st = decode(bytes, msg.get());
-    for (size_t i = 0; st.is_ok() && i < msg->responses.responses.size(); ++i) {
-      st = check_response(msg->responses.responses[i]);
-    }
+    Status st = decode_round_message(bytes, msg.get());
     if (!st.is_ok() || msg->round <= round_) {
       // A lost or garbled round would leave the ranks disagreeing on what to run.
       ctx_.fail((st.is_ok() ? common::make_error(HVD_ERR_INTERNAL, "stale round %llu",
@@ -60,7 +77,8 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed) {
   return busy;
 }
 
-void Negotiation::send_round_message() {
+// This rank's message for the next round: what it has to announce now.
+std::unique_ptr<RoundMessage> Negotiation::build_round_message() {
   auto mine = std::make_unique<RoundMessage>();
   mine->round = round_ + 1;
   for (auto& [id, set] : *ctx_.sets) {
@@ -74,6 +92,11 @@ void Negotiation::send_round_message() {
   }
   round_wanted_ = false;
   in_round_ = true;
+  return mine;
+}
+
+void Negotiation::send_round_message() {
+  std::unique_ptr<RoundMessage> mine = build_round_message();
   round_started_ = std::chrono::steady_clock::now();
   const uint64_t round = mine->round;
   const std::string encoded = ctx_.transport ? encode(*mine) : std::string();
