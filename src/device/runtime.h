@@ -115,10 +115,15 @@ class Runtime {
                                 Stream stream) = 0;
 
   // ---- Stream memory operations (cuStreamWriteValue32 / cuStreamWaitValue32) ------------------
-  // `word` is 4 aligned bytes of device memory (device_alloc). A write stores `value` once the
-  // stream's earlier work ran. A wait holds the stream's later work until
+  // Page-locked host memory that devices address too (cudaHostAlloc with Mapped | Portable):
+  // *host for the CPU, *device_ptr for the stream operations below (cudaHostGetDevicePointer).
+  // hvdc keeps its stream-order words there, so that it can also store them from the host. Freed
+  // with host_free(*host).
+  virtual Status host_alloc_mapped(size_t bytes, void** host, void** device_ptr) = 0;
+  // `word` is the device address of 4 aligned bytes of such memory. A write stores `value` once
+  // the stream's earlier work ran. A wait holds the stream's later work until
   // (int32_t)(*word - value) >= 0 (CU_STREAM_WAIT_VALUE_GEQ: a wrapping counter compares right).
-  // hvdc makes a caller's stream wait only on words that its own stream writes.
+  // hvdc makes a caller's stream wait only on words that it writes itself.
   virtual Status stream_write_value(Stream stream, void* word, uint32_t value) = 0;
   virtual Status stream_wait_value(Stream stream, const void* word, uint32_t value) = 0;
 
