@@ -22,6 +22,10 @@ struct TensorEntry {
   void* output = nullptr;
   std::shared_ptr<OpState> state;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank (empty: equal split)
+  // CUDA tensors: the caller's stream and whether later work on it must see the result without
+  // a host wait (HVD_OP_STREAM_ORDERED). This rank's own business, so not in the request.
+  void* cuda_stream = nullptr;
+  bool stream_ordered = false;
   std::chrono::steady_clock::time_point submitted;  // set by the queue
 };
 

@@ -42,6 +42,11 @@ struct TensorArgs {
   std::function<void*(const std::vector<int64_t>& shape, size_t bytes)> allocate_output;
   // Alltoall: rows received from each member, once known.
   std::function<void(std::vector<int64_t> rows)> set_received_splits;
+  // CUDA tensors: the caller's stream (a cudaStream_t; null is the legacy default stream): the
+  // op reads the input after work queued on it. stream_ordered (HVD_OP_STREAM_ORDERED): later
+  // work on it must see the output without a host wait.
+  void* stream = nullptr;
+  bool stream_ordered = false;
 };
 
 // Who takes part in a collective and how its messages are told apart from other ops'.
@@ -65,6 +70,8 @@ struct CollectiveArgs {
   int32_t root = 0;  // broadcast: the root's index in the group
   double prescale = 1.0;
   double postscale = 1.0;
+  int32_t device_id = 0;  // CUDA: this rank's device ordinal (its tensors')
+  uint32_t flags = 0;     // the agreed HVD_OP_* flags (core::kNegotiatedFlags: HVD_OP_HOST_PATH)
   std::vector<int64_t> sizes;       // allgather: each member's first dimension
   std::vector<TensorArgs> tensors;  // more than one: a fused allreduce
   Group group;
