@@ -15,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 debs=(libucx0 libucx-dev libnuma1 libibverbs1 librdmacm1 ibverbs-providers libgtest-dev
-  googletest)
+  googletest pkgconf pkgconf-bin libpkgconf3)
 
 if [ "${1:-}" = fetch ]; then
   mkdir -p .debs .whl
@@ -26,22 +26,25 @@ if [ "${1:-}" = fetch ]; then
 fi
 
 export PATH=/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 # Tools: meson and ninja from the carried wheels unless installed.
 if ! command -v meson >/dev/null || ! command -v ninja >/dev/null; then
   python3 -m venv .gpu-venv && .gpu-venv/bin/pip install --no-index --find-links .whl meson ninja \
     >/dev/null || { echo "gpu check: cannot install meson/ninja from .whl/"; exit 1; }
   export PATH=$root/.gpu-venv/bin:$PATH
 fi
-# Libraries: UCX and GoogleTest from the carried .debs unless installed.
-if ! pkg-config --exists ucx 2>/dev/null || ! pkg-config --exists gtest 2>/dev/null; then
+# Libraries (and pkg-config itself): UCX and GoogleTest from the carried .debs unless installed.
+if ! pkg-config --exists ucx gtest 2>/dev/null; then
   mkdir -p .gpu-root
   for d in .debs/*.deb; do dpkg-deb -x "$d" .gpu-root || exit 1; done
   lib=$root/.gpu-root/usr/lib/x86_64-linux-gnu
-  # The .pc files name prefix=/usr: point them at the unpacked tree.
-  sed -i "s|^prefix=/usr|prefix=$root/.gpu-root/usr|" "$lib"/pkgconfig/*.pc
+  # The .pc files name /usr (prefix = /usr, or libdir=/usr/lib/...): point them at the tree.
+  sed -i -E "s#^(prefix|libdir|includedir)( ?= ?)/usr#\1\2$root/.gpu-root/usr#" \
+    "$lib"/pkgconfig/*.pc
   export PKG_CONFIG_PATH=$lib/pkgconfig:${PKG_CONFIG_PATH:-}
   export LD_LIBRARY_PATH=$lib:$lib/ucx:${LD_LIBRARY_PATH:-}
   export UCX_MODULE_DIR=$lib/ucx
+  command -v pkg-config >/dev/null || export PATH=$PATH:$root/.gpu-root/usr/bin
 fi
 nvidia-smi -L || echo "gpu check: nvidia-smi failed (no driver?)"
 
