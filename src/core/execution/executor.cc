@@ -113,6 +113,8 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
   op.root = response.root;
   op.prescale = response.prescale;
   op.postscale = response.postscale;
+  // The response carries the first rank's device; each rank runs on its own tensors' device.
+  op.device_id = entries.empty() ? response.device_id : entries.front().request.device_id;
   op.sizes = response.sizes;
   size_t e = 0;
   for (size_t i = 0; i < response.names.size(); ++i) {
@@ -139,6 +141,10 @@ std::vector<FinishedOp> Executor::poll() {
     running_.pop_front();
   }
   return finished;
+}
+
+void Executor::abort(const Status& why) {
+  for (auto& [type, backend] : backends_) backend->abort(why);
 }
 
 std::vector<const Response*> Executor::running() const {
