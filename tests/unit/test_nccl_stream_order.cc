@@ -234,6 +234,33 @@ TEST(DeviceAbort, WorkThatNeverFinishesIsGivenUpAfterShutdown) {
   d.rt(0).drain(caller);
 }
 
+// A shutdown does not cut short what finishes within its grace period: the op succeeds and no
+// communicator is aborted.
+TEST(DeviceAbort, WorkThatFinishesDuringTheShutdownGraceSucceeds) {
+  DeviceRanks d(1);
+  std::atomic<bool> release{false};
+  device::Stream caller;
+  ASSERT_TRUE(d.rt(0).stream_create(0, &caller).is_ok());
+  d.rt(0).enqueue(caller, [&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  float* buf = device_floats(d, 0, 1.0f);
+  CollectiveArgs op = sum_op(d, 0, buf);
+  op.tensors[0].stream = caller.handle;
+  const auto start = Clock::now();
+  bool aborted = false;
+  Status st = d.run(0, op, std::chrono::seconds(10), [&] {
+    if (!aborted) {
+      d.backend(0).abort(Status(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank 0"));
+      aborted = true;
+    }
+    if (Clock::now() - start > std::chrono::milliseconds(50)) release = true;
+  });
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(buf[0], 1.0f);
+  EXPECT_EQ(d.world().calls("comm_abort"), 0);
+}
+
 // A peer that fails while this rank waits in NCCL: the engine's abort (with the peer's status)
 // aborts the communicator, and the op fails with that status, not a device error.
 TEST(DeviceAbort, PeerFailureAbortsTheCommunicatorAndKeepsItsStatus) {

@@ -65,6 +65,8 @@ Status CommEntry::init(const Group& group) {
 // ends the wait through the engine's interrupt, and the half-made communicator is aborted.
 Status CommEntry::wait_ready(const Group& group) {
   for (;;) {
+    // The engine's interrupt below may have aborted it (the handle is gone then).
+    if (!failure_.is_ok()) return failure_;
     bool in_progress = false;
     Status st = runtime_->comm_async_error(comm_, &in_progress);
     if (!st.is_ok()) {

@@ -55,7 +55,8 @@ bool DevicePending::poll(Status* status) {
   }
   for (auto& sub : ordered_) sub->stream_store_pending = false;
   if (entry_ && error_.is_ok()) error_ = entry_->check();
-  *status = !abort_->why().is_ok() ? abort_->why() : error_;
+  // Finished during a shutdown's grace period: it ran to its end.
+  *status = abort_->comms_aborted() ? abort_->why() : error_;
   release();
   return true;
 }

@@ -34,6 +34,8 @@ class AbortState {
   void abort(const Status& why);
   // Aborts the communicators once a shutdown's grace period passed.
   void escalate();
+  // True once the communicators were aborted: work that finished since may have been cut short.
+  bool comms_aborted() const { return comms_aborted_; }
   // True when work still running may be given up on (communicators aborted long enough ago).
   bool give_up(std::chrono::steady_clock::time_point failed_at) const;
 

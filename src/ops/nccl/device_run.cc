@@ -2,7 +2,13 @@
 
 #include <cstring>
 
+#include "ops/nccl/comm_cache.h"
+
 namespace hvdc::ops::nccl {
+
+Status DeviceRun::comm_usable() const {
+  return entry != nullptr ? entry->failure() : Status::ok();
+}
 
 Status DeviceRun::lease(BufferPool& pool, size_t bytes, void** out) {
   *out = nullptr;

@@ -11,9 +11,12 @@
 
 namespace hvdc::ops::nccl {
 
+class CommEntry;
+
 struct DeviceRun {
   DeviceContext* dev = nullptr;
-  device::Communicator comm;  // null on the host path
+  device::Communicator comm;   // null on the host path
+  CommEntry* entry = nullptr;  // comm's (null on the host path)
   std::vector<Lease> leases;
 
   device::Runtime& rt() const { return *dev->runtime(); }
@@ -25,6 +28,8 @@ struct DeviceRun {
   Status host_buffer(size_t bytes, void** out) { return lease(dev->host_buffers(), bytes, out); }
   // Zeros of `bytes` at dst, queued on the stream (a joined rank's contribution).
   Status zeros(void* dst, size_t bytes);
+  // Ok while comm may be used: a wait on the host transport (its interrupt) may have aborted it.
+  Status comm_usable() const;
 
  private:
   Status lease(BufferPool& pool, size_t bytes, void** out);

@@ -101,6 +101,7 @@ Status alltoall_on_device(const CollectiveArgs& op, DeviceRun& run) {
   HVDC_RETURN_IF_ERROR(
       exchange_splits(op, send_rows, &recv_rows)
           .with_context(common::strfmt("alltoall of '%s' (exchanging splits)", t.name.c_str())));
+  HVDC_RETURN_IF_ERROR(run.comm_usable());
   std::vector<size_t> send_bytes(n), recv_bytes(n);
   int64_t total = 0;
   for (int m = 0; m < n; ++m) {

@@ -109,6 +109,7 @@ bool NcclBackend::takes_host_path(const CollectiveArgs& op, CommEntry& entry) {
 
 Status NcclBackend::run_on_nccl(const CollectiveArgs& op, CommEntry& entry, DeviceRun& run) {
   HVDC_RETURN_IF_ERROR(comms_->communicator(op.group, entry, &run.comm));
+  run.entry = &entry;
   switch (op.type) {
     case Collective::kAllreduce:
       return allreduce_on_device(op, run);
