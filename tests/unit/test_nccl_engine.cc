@@ -122,8 +122,8 @@ TEST(DeviceEngines, NcclErrorOnOneRankFailsEveryRank) {
 // Rank 2 dies while ranks 0 and 1 wait in NCCL for its data: they fail with
 // HVD_ERR_PEER_FAILURE (not a device error), and their communicators are aborted.
 TEST(DeviceEngines, PeerDeathDuringADeviceOpKeepsThePeerStatus) {
+  std::atomic<bool> release{false};  // outlives the engines: rank 2's stream reads it
   DeviceEngines d(3);
-  std::atomic<bool> release{false};
   // Rank 2's op waits for its caller's stream, which is held: it never sends its data.
   d.rt(2).enqueue(device::Stream{}, [&] {
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

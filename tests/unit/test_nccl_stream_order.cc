@@ -204,20 +204,27 @@ TEST(DeviceCommCache, RanksSharingAGpuTakeTheHostPath) {
   EXPECT_EQ(d.world().calls("allreduce"), 0);
 }
 
+// A SUM over `buf` on rank 0 whose caller's stream is held until *release (the stream is
+// created here; its held work ends with the test).
+CollectiveArgs held_sum_op(DeviceRanks& d, float* buf, std::atomic<bool>* release) {
+  device::Stream caller;
+  EXPECT_TRUE(d.rt(0).stream_create(0, &caller).is_ok());
+  d.rt(0).enqueue(caller, [release] {
+    while (!release->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  CollectiveArgs op = sum_op(d, 0, buf);
+  op.tensors[0].stream = caller.handle;
+  return op;
+}
+
 // Work that never finishes (the caller's stream never reaches the recorded point) does not hold
 // the engine at shutdown: after the grace period the communicators are aborted, and after the
 // give-up time the op fails with the shutdown status (its buffers are leaked, not reused).
 TEST(DeviceAbort, WorkThatNeverFinishesIsGivenUpAfterShutdown) {
+  std::atomic<bool> release{false};  // outlives the ranks: their streams read it
   DeviceRanks d(1);
-  std::atomic<bool> release{false};
-  device::Stream caller;
-  ASSERT_TRUE(d.rt(0).stream_create(0, &caller).is_ok());
-  d.rt(0).enqueue(caller, [&] {
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
   float* buf = device_floats(d, 0, 1.0f);
-  CollectiveArgs op = sum_op(d, 0, buf);
-  op.tensors[0].stream = caller.handle;
+  CollectiveArgs op = held_sum_op(d, buf, &release);
   const Status shut_down(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank 0");
   const auto start = Clock::now();
   bool aborted = false;
@@ -231,22 +238,15 @@ TEST(DeviceAbort, WorkThatNeverFinishesIsGivenUpAfterShutdown) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
   EXPECT_EQ(d.world().calls("comm_abort"), 1);  // after the grace period
   release = true;
-  d.rt(0).drain(caller);
 }
 
 // A shutdown does not cut short what finishes within its grace period: the op succeeds and no
 // communicator is aborted.
 TEST(DeviceAbort, WorkThatFinishesDuringTheShutdownGraceSucceeds) {
+  std::atomic<bool> release{false};  // outlives the ranks: their streams read it
   DeviceRanks d(1);
-  std::atomic<bool> release{false};
-  device::Stream caller;
-  ASSERT_TRUE(d.rt(0).stream_create(0, &caller).is_ok());
-  d.rt(0).enqueue(caller, [&] {
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  });
   float* buf = device_floats(d, 0, 1.0f);
-  CollectiveArgs op = sum_op(d, 0, buf);
-  op.tensors[0].stream = caller.handle;
+  CollectiveArgs op = held_sum_op(d, buf, &release);
   const auto start = Clock::now();
   bool aborted = false;
   Status st = d.run(0, op, std::chrono::seconds(10), [&] {
