@@ -152,15 +152,17 @@ TEST(DeviceStreamOrder, AnOpThatNeverRanReleasesTheCallersStream) {
   EXPECT_TRUE(later.load());
 }
 
-// Without a submission record, a stream-ordered op cannot be ordered safely: it fails at once.
+// Without a submission record, a stream-ordered op cannot be ordered safely: it fails at once,
+// as a device failure on the NCCL path (peers would wait in NCCL for this rank otherwise).
 TEST(DeviceStreamOrder, StreamOrderedWithoutSubmissionRecordFails) {
   DeviceRanks d(1);
   float* buf = device_floats(d, 0, 1.0f);
   CollectiveArgs op = sum_op(d, 0, buf);
   op.tensors[0].stream_ordered = true;
   Status st = d.run(0, op);
-  EXPECT_EQ(st.code(), HVD_ERR_INTERNAL);
+  EXPECT_EQ(st.code(), device::kErrDevice);
   EXPECT_NE(st.message().find("record_submission"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("internal error"), std::string::npos) << st.message();
 }
 
 // One communicator per (set, device), created by the set's first device op with one unique id
@@ -303,6 +305,25 @@ TEST(DeviceAbort, AsynchronousNcclErrorFailsThePendingOp) {
   Status st = d.run(0, sum_op(d, 0, device_floats(d, 0, 1)));
   EXPECT_EQ(st.code(), device::kErrDevice) << st.message();
   EXPECT_NE(st.message().find("injected, asynchronous"), std::string::npos) << st.message();
+  EXPECT_EQ(d.world().calls("comm_abort"), 1);
+}
+
+// A failure between NCCL calls (the output allocator refused) would leave peers waiting in
+// NCCL: it becomes a device failure (fatal to the engine, which tells the peers) and aborts the
+// communicator.
+TEST(DeviceAbort, RefusedOutputAbortsTheCommunicator) {
+  DeviceRanks d(1);
+  CollectiveArgs op = d.args(0, Collective::kAllgather, HVD_INT32);
+  op.sizes = {4};
+  TensorArgs t;
+  t.name = "g";
+  t.shape = {4};
+  t.input = device_floats(d, 0, 1.0f);
+  t.allocate_output = [](const std::vector<int64_t>&, size_t) -> void* { return nullptr; };
+  op.tensors.push_back(t);
+  Status st = d.run(0, op);
+  EXPECT_EQ(st.code(), device::kErrDevice);
+  EXPECT_NE(st.message().find("output allocator returned NULL"), std::string::npos) << st.message();
   EXPECT_EQ(d.world().calls("comm_abort"), 1);
 }
 

@@ -31,6 +31,28 @@ const char* collective_name(Collective type) {
   return "collective";
 }
 
+// A failure on the NCCL path (an output allocator that refused, say) leaves the peers waiting in
+// NCCL, or in creating the communicator, for this rank, and nothing there ever times out. It
+// becomes a device failure: the engine ends its work and tells the peers, whose communicators are
+// then aborted too. Failures of the engine's own (peer failure, timeout, abort) already do that,
+// and stay.
+Status as_device_failure(const Status& st) {
+  switch (st.code()) {
+    case HVD_ERR_PEER_FAILURE:
+    case HVD_ERR_TIMEOUT:
+    case HVD_ERR_ABORTED:
+    case HVD_ERR_SHUT_DOWN:
+    case HVD_ERR_TRANSPORT:
+    case device::kErrDevice:
+      return st;
+    default:
+      return Status(device::kErrDevice,
+                    common::strfmt("%s (%s; this rank's NCCL communicator was aborted so that no "
+                                   "peer waits for it)",
+                                   st.message().c_str(), common::status_name(st.code())));
+  }
+}
+
 }  // namespace
 
 NcclBackend::NcclBackend(const BackendOptions& options, RuntimeProvider provider,
@@ -134,15 +156,16 @@ Status NcclBackend::run(const CollectiveArgs& op, std::unique_ptr<PendingCollect
   std::shared_ptr<CommEntry> entry;
   HVDC_RETURN_IF_ERROR(comms_->entry(op.group, op.device_id, &entry));
   HVDC_RETURN_IF_ERROR(entry->failure());
-  HVDC_RETURN_IF_ERROR(order_after_callers(op, *run.dev));
   const bool host = takes_host_path(op, *entry);
-  Status st = host ? host_path_.run(op, run) : run_on_nccl(op, *entry, run);
+  Status st = order_after_callers(op, *run.dev);
+  if (st.is_ok()) st = host ? host_path_.run(op, run) : run_on_nccl(op, *entry, run);
   if (st.is_ok()) {
     st = complete_on_stream(op, std::move(run), host ? nullptr : entry, abort_, pending);
     if (st.is_ok()) return st;
   }
   // Work may be queued on the stream already: its buffers are never reused.
   for (const Lease& lease : run.leases) lease.pool->abandon(lease.ptr);
+  if (!host) st = as_device_failure(st);
   if (st.code() == device::kErrDevice) entry->abort(st);
   return st;
 }
