@@ -1,7 +1,5 @@
 #include "ops/nccl/comm_cache.h"
 
-#include <sched.h>
-
 #include <chrono>
 #include <set>
 #include <thread>

@@ -2,8 +2,6 @@
 
 #include <map>
 
-#include "common/log.h"
-
 namespace hvdc::ops {
 
 DeviceSubmission::~DeviceSubmission() {
