@@ -36,7 +36,7 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
   options.small_allreduce_bytes = config.small_allreduce_bytes;
   options.segment_bytes = config.segment_bytes;
   options.deterministic = config.deterministic;
-  return ops::make_backends(options);
+  return ops::make_backends(options, config.device_runtime);
 }
 
 }  // namespace

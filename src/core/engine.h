@@ -28,6 +28,7 @@
 #include "core/tensor_queue.h"
 #include "core/topology.h"
 #include "core/tracing/tracer.h"
+#include "ops/backends.h"
 #include "transport/factory.h"
 #include "transport/transport.h"
 
@@ -49,6 +50,9 @@ struct EngineConfig {
   int timeout_seconds = 60;  // no progress this long in a round or a collective fails; 0: never
   // Connects the ranks; empty: UCX (production). Tests inject the in-process loopback.
   transport::TransportFactory transport_factory;
+  // Gives the CUDA runtime for CUDA tensors; empty: none (CUDA tensors fail as unsupported).
+  // Tests inject a host-memory runtime; production wiring is the CUDA plugin's loader.
+  ops::DeviceRuntimeProvider device_runtime;
 };
 
 class Engine {

@@ -14,6 +14,10 @@
 #include "core/message.h"
 #include "core/op_state.h"
 
+namespace hvdc::ops {
+struct DeviceSubmission;  // ops/nccl/submission.h
+}
+
 namespace hvdc::core {
 
 struct TensorEntry {
@@ -26,6 +30,8 @@ struct TensorEntry {
   // a host wait (HVD_OP_STREAM_ORDERED). This rank's own business, so not in the request.
   void* cuda_stream = nullptr;
   bool stream_ordered = false;
+  // What the submitting thread recorded on that stream (ops/nccl/submission.h); null if nothing.
+  std::shared_ptr<ops::DeviceSubmission> submission;
   std::chrono::steady_clock::time_point submitted;  // set by the queue
 };
 

@@ -41,6 +41,9 @@ void Engine::terminate(const Status& status, bool notify_peers) {
   }
   for (TensorEntry& entry : queue_.close(status)) entry.state->complete(op_failure(entry, status));
   responses_.clear();
+  // Device collectives in flight must finish in bounded time (an NCCL communicator waits for
+  // peers that may be gone): the backends abort them.
+  if (stage_) stage_->abort(status);
 }
 
 // A peer's connection failed (UCX's error callback, from a transfer or a keepalive probe): its

@@ -18,6 +18,8 @@ namespace hvdc::ops {
 
 using common::Status;
 
+struct DeviceSubmission;  // ops/nccl/submission.h
+
 enum class Collective : int32_t {
   kAllreduce,
   kAllgather,
@@ -47,6 +49,10 @@ struct TensorArgs {
   // work on it must see the output without a host wait.
   void* stream = nullptr;
   bool stream_ordered = false;
+  // CUDA tensors: what the submitting thread recorded on the caller's stream when the op was
+  // submitted (ops/nccl/submission.h). Null: the backend records on the stream when it starts the
+  // op (later than submission; a stream-ordered op then fails, as it would deadlock).
+  std::shared_ptr<DeviceSubmission> submission;
 };
 
 // Who takes part in a collective and how its messages are told apart from other ops'.
@@ -101,6 +107,10 @@ class Backend {
   // returns the result; one that finishes later returns ok with *pending set, and core polls it.
   // Either way, the tensors' buffers stay valid until the op finished.
   virtual Status start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) = 0;
+  // The engine's work ended with `why` (not ok). Collectives in flight must now finish within a
+  // bounded time: a backend that waits on a device stops that work (an NCCL communicator is
+  // aborted) and its pending collectives report `why`. Engine thread only.
+  virtual void abort(const Status& why) { (void)why; }
 };
 
 }  // namespace hvdc::ops

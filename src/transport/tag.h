@@ -14,6 +14,7 @@ enum class TagKind : uint64_t {
   kData = 3,         // collective payloads
   kTerminate = 4,    // abort or shutdown notice to every peer
   kStall = 5,        // a timed-out rank to every peer: whom it waited for (stall agreement)
+  kDevice = 6,       // device communicator setup: GPU identities and NCCL unique ids
 };
 
 constexpr int kTagKindShift = 60;

@@ -56,6 +56,7 @@ ops::TensorArgs tensor_args(TensorEntry& entry) {
   t.splits = entry.splits;
   t.stream = entry.cuda_stream;
   t.stream_ordered = entry.stream_ordered;
+  t.submission = entry.submission;
   OpState* state = entry.state.get();
   const hvd_device_t device{r.device_type, r.device_id};
   const int32_t dtype = r.dtype;
@@ -152,6 +153,10 @@ std::vector<FinishedOp> Executor::poll() {
     running_.pop_front();
   }
   return finished;
+}
+
+void Executor::abort(const Status& why) {
+  for (auto& [type, backend] : backends_) backend->abort(why);
 }
 
 std::vector<const Response*> Executor::running() const {
