@@ -173,9 +173,10 @@ Status NcclBackend::run(const CollectiveArgs& op, std::unique_ptr<PendingCollect
 Status NcclBackend::start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) {
   pending->reset();
   if (op.type == Collective::kBarrier) return Status::ok();  // ready once every rank submitted
-  HVDC_RETURN_IF_ERROR(runtime());
   if (!abort_->why().is_ok()) return abort_->why();
-  Status st = run(op, pending);
+  // Without a runtime (no GPU, no driver) the message names the tensor like any other failure.
+  Status st = runtime();
+  if (st.is_ok()) st = run(op, pending);
   if (st.is_ok()) return st;
   const std::string& name = op.tensors.empty() ? std::string() : op.tensors[0].name;
   return st.with_context(common::strfmt("device %s of '%s'%s", collective_name(op.type),
