@@ -50,10 +50,14 @@ nvidia-smi -L || echo "gpu check: nvidia-smi failed (no driver?)"
 
 dir=build-gpu
 start=$(date +%s)
-[ -f $dir/build.ninja ] || meson setup $dir -Dcuda=enabled -Dnccl=enabled -Dmpi=disabled \
-  >/dev/null || exit 1
+mkdir -p $dir
+log=$root/$dir/gpu-build.log
+fail_build() { tail -40 "$log"; echo "gpu check: the build failed (all of it in $log)"; exit 1; }
+if [ ! -f $dir/build.ninja ]; then
+  meson setup $dir -Dcuda=enabled -Dnccl=enabled -Dmpi=disabled >"$log" 2>&1 || fail_build
+fi
 ninja -C $dir src/libhvdc_cuda.so tests/gpu/hvdc_gpu_tests src/hvdcrun bench/hvdc_device_bench \
-  >/dev/null || exit 1
+  >>"$log" 2>&1 || fail_build
 echo "gpu check: built in $(($(date +%s) - start)) s"
 
 passed=0 failed=0
