@@ -58,10 +58,10 @@ class DeviceEngines {
             .is_ok());
     return state;
   }
+  // Any thread; freed with the runtime.
   float* device_floats(int r, float v) {
     void* p = nullptr;
     EXPECT_TRUE(runtimes_[r]->device_alloc(0, kCount * sizeof(float), &p).is_ok());
-    buffers_.push_back({r, p});
     auto* f = static_cast<float*>(p);
     for (size_t i = 0; i < kCount; ++i) f[i] = v + static_cast<float>(i % 7);
     return f;
@@ -71,7 +71,6 @@ class DeviceEngines {
   std::shared_ptr<HostWorld> world_;
   std::vector<std::unique_ptr<HostRuntime>> runtimes_;
   std::unique_ptr<ThreadEngines> job_;
-  std::vector<std::pair<int, void*>> buffers_;
 };
 
 TEST(DeviceEngines, FusedAverageAcrossThreeEngines) {
