@@ -27,6 +27,7 @@ Status submit(Engine* engine, Request request, const void* input, void* output,
   entry.output = output;
   entry.state = op;
   entry.splits = std::move(splits);
+  hvdc::api::apply_device_args(args, &entry.request, &entry);
   Status st = engine->enqueue(std::move(entry));
   if (!st.is_ok()) {
     state().handles.erase(h);

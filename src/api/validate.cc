@@ -81,7 +81,22 @@ Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "args->postscale_factor %g is not finite",
                       out->postscale_factor);
   }
+  const uint32_t known = HVD_OP_STREAM_ORDERED | HVD_OP_HOST_PATH;
+  if ((out->flags & ~known) != 0) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "args->flags 0x%x has unknown bits 0x%x (known: HVD_OP_STREAM_ORDERED = 1, "
+                      "HVD_OP_HOST_PATH = 2)",
+                      out->flags, out->flags & ~known);
+  }
   return Status::ok();
+}
+
+void apply_device_args(const hvd_op_args_t& args, core::Request* request,
+                       core::TensorEntry* entry) {
+  if (request->device_type != HVD_DEVICE_CUDA) return;
+  request->flags = args.flags & core::kNegotiatedFlags;
+  entry->cuda_stream = args.cuda_stream;
+  entry->stream_ordered = (args.flags & HVD_OP_STREAM_ORDERED) != 0;
 }
 
 Status check_name(const char* name) {

@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "device/plugin_loader.h"
+#include "hvdc_config.h"
+
 namespace hvdc::core {
 
 using common::make_error;
@@ -36,6 +39,12 @@ bool to_collective(OpType type, ops::Collective* out) {
   return false;
 }
 
+// Why a CUDA tensor found no backend here.
+const char* cuda_missing_reason() {
+  return HVDC_HAVE_CUDA ? "this process has no CUDA data path (the NCCL backend was not set up)"
+                        : device::kBuildWithCuda;
+}
+
 // What the backend sees of one entry: its buffers, and its op state's output allocator.
 ops::TensorArgs tensor_args(TensorEntry& entry) {
   ops::TensorArgs t;
@@ -45,6 +54,9 @@ ops::TensorArgs tensor_args(TensorEntry& entry) {
   t.input = entry.input;
   t.output = entry.output;
   t.splits = entry.splits;
+  t.stream = entry.cuda_stream;
+  t.stream_ordered = entry.stream_ordered;
+  t.submission = entry.submission;
   OpState* state = entry.state.get();
   const hvd_device_t device{r.device_type, r.device_id};
   const int32_t dtype = r.dtype;
@@ -89,9 +101,8 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
     auto it = backends_.find(entry.request.device_type);
     if (it == backends_.end()) {
       return make_error(HVD_ERR_UNSUPPORTED,
-                        "tensor '%s' is on a CUDA device; this build of hvdc has no GPU data path "
-                        "yet (every rank reports this error)",
-                        entry.request.name.c_str());
+                        "tensor '%s' is on a CUDA device: %s (every rank reports this error)",
+                        entry.request.name.c_str(), cuda_missing_reason());
     }
     backend = it->second.get();
   }
@@ -115,6 +126,7 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
   op.postscale = response.postscale;
   // The response carries the first rank's device; each rank runs on its own tensors' device.
   op.device_id = entries.empty() ? response.device_id : entries.front().request.device_id;
+  op.flags = response.flags;
   op.sizes = response.sizes;
   size_t e = 0;
   for (size_t i = 0; i < response.names.size(); ++i) {
