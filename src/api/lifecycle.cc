@@ -7,8 +7,6 @@
 #include <cstring>
 #include "api/config_api.h"
 #include "common/log.h"
-#include "device/plugin_loader.h"
-#include "hvdc_config.h"
 
 using hvdc::api::current_engine;
 using hvdc::api::guarded;
@@ -35,10 +33,6 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.timeline_mark_cycles = settings.get_int("HVDC_TIMELINE_MARK_CYCLES") != 0;
   config.process_sets = settings.get_str("HVDC_PROCESS_SETS");
   config.timeout_seconds = static_cast<int>(settings.get_int("HVDC_TIMEOUT"));
-#if HVDC_HAVE_CUDA
-  // CUDA tensors run on the plugin's runtime, loaded when the first one does.
-  config.device_runtime = hvdc::device::cuda_runtime;
-#endif
   return config;
 }
 

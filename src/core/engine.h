@@ -50,8 +50,8 @@ struct EngineConfig {
   int timeout_seconds = 60;  // no progress this long in a round or a collective fails; 0: never
   // Connects the ranks; empty: UCX (production). Tests inject the in-process loopback.
   transport::TransportFactory transport_factory;
-  // Gives the CUDA runtime for CUDA tensors; empty: none (CUDA tensors fail as unsupported).
-  // Tests inject a host-memory runtime; production wiring is the CUDA plugin's loader.
+  // Gives the CUDA runtime for CUDA tensors; empty: the CUDA plugin's loader
+  // (device::cuda_runtime). Tests inject a host-memory runtime.
   ops::DeviceRuntimeProvider device_runtime;
 };
 

@@ -30,7 +30,8 @@ struct TensorEntry {
   // a host wait (HVD_OP_STREAM_ORDERED). This rank's own business, so not in the request.
   void* cuda_stream = nullptr;
   bool stream_ordered = false;
-  // What the submitting thread recorded on that stream (ops/nccl/submission.h); null if nothing.
+  // CUDA tensors: what the API recorded on cuda_stream at submission
+  // (ops::nccl::record_submission); dropping it releases a stream-ordered caller's stream.
   std::shared_ptr<ops::DeviceSubmission> submission;
   std::chrono::steady_clock::time_point submitted;  // set by the queue
 };

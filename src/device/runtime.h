@@ -25,9 +25,8 @@ namespace hvdc::device {
 
 using common::Status;
 
-// The status of a failed CUDA or NCCL call. hvdc.h gains HVD_ERR_DEVICE = -18 (frozen) in the
-// [gpu] API work; until then the value lives here, and both must agree.
-constexpr hvd_status_t kErrDevice = -18;
+// The status of a failed CUDA or NCCL call.
+constexpr hvd_status_t kErrDevice = HVD_ERR_DEVICE;
 
 // Opaque handles; `handle` is the cudaStream_t, cudaEvent_t or ncclComm_t in the plugin. A stream
 // with a null handle is CUDA's legacy default stream (a caller may pass it).

@@ -25,7 +25,7 @@ using hvdc::ops::TensorArgs;
 using hvdc_test::DeviceRanks;
 using hvdc_test::on_ranks;
 
-constexpr uint32_t kHostPath = 2;  // HVD_OP_HOST_PATH
+constexpr uint32_t kHostPath = HVD_OP_HOST_PATH;
 
 std::string label(int32_t dtype, int32_t op) {
   return std::string(hvdc::common::dtype_name(dtype)) + " " + hvdc::common::reduce_op_name(op);

@@ -58,10 +58,10 @@ class DeviceEngines {
             .is_ok());
     return state;
   }
+  // Any thread; freed with the runtime.
   float* device_floats(int r, float v) {
     void* p = nullptr;
     EXPECT_TRUE(runtimes_[r]->device_alloc(0, kCount * sizeof(float), &p).is_ok());
-    buffers_.push_back({r, p});
     auto* f = static_cast<float*>(p);
     for (size_t i = 0; i < kCount; ++i) f[i] = v + static_cast<float>(i % 7);
     return f;
@@ -71,7 +71,6 @@ class DeviceEngines {
   std::shared_ptr<HostWorld> world_;
   std::vector<std::unique_ptr<HostRuntime>> runtimes_;
   std::unique_ptr<ThreadEngines> job_;
-  std::vector<std::pair<int, void*>> buffers_;
 };
 
 TEST(DeviceEngines, FusedAverageAcrossThreeEngines) {
@@ -143,6 +142,35 @@ TEST(DeviceEngines, PeerDeathDuringADeviceOpKeepsThePeerStatus) {
   EXPECT_GE(d.world().calls("comm_abort"), 2);
   release = true;
   EXPECT_NE(hvdc_test::await(states[2]).code(), HVD_SUCCESS);
+}
+
+// HVD_OP_STREAM_ORDERED through whole engines: the entry carries the caller's stream and the
+// record made at submission; work the caller queues afterwards sees the result.
+TEST(DeviceEngines, StreamOrderedThroughTheEngine) {
+  DeviceEngines d(2);
+  std::vector<std::atomic<float>> seen(2);
+  hvdc_test::on_ranks(2, [&](int r) {
+    seen[r] = -1.0f;
+    device::Stream caller;
+    ASSERT_TRUE(d.rt(r).stream_create(0, &caller).is_ok());
+    float* data = d.device_floats(r, static_cast<float>(r));
+    auto request = hvdc_test::make_request("ordered", OpType::kAllreduce, HVD_FLOAT32,
+                                           {static_cast<int64_t>(kCount)});
+    request.device_type = HVD_DEVICE_CUDA;
+    request.reduce_op = HVD_OP_SUM;
+    auto entry = hvdc_test::make_entry(request, data, data);
+    entry.cuda_stream = caller.handle;
+    entry.stream_ordered = true;
+    ASSERT_TRUE(
+        hvdc::ops::nccl::record_submission(&d.rt(r), 0, caller.handle, true, &entry.submission)
+            .is_ok());
+    std::shared_ptr<OpState> state;
+    ASSERT_TRUE(hvdc_test::submit(d.job().engine(r), std::move(entry), &state).is_ok());
+    d.rt(r).enqueue(caller, [&seen, data, r] { seen[r] = data[0]; });  // no host wait first
+    EXPECT_TRUE(hvdc_test::await(state).is_ok());
+    d.rt(r).drain(caller);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(seen[r].load(), 1.0f) << "rank " << r;  // 0 + 1
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include "core/execution/stage.h"
 
 #include "common/log.h"
-#include "device/runtime.h"
 
 namespace hvdc::core {
 
@@ -12,7 +11,7 @@ namespace {
 bool is_fatal(hvd_status_t code) {
   // A device error aborted the rank's NCCL communicator: its peers would wait in NCCL for it.
   return code == HVD_ERR_TRANSPORT || code == HVD_ERR_PEER_FAILURE || code == HVD_ERR_ABORTED ||
-         code == HVD_ERR_SHUT_DOWN || code == HVD_ERR_TIMEOUT || code == device::kErrDevice;
+         code == HVD_ERR_SHUT_DOWN || code == HVD_ERR_TIMEOUT || code == HVD_ERR_DEVICE;
 }
 
 // A collective over data, which a backend runs; the others run in the engine, in order, once

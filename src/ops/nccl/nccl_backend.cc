@@ -10,9 +10,6 @@ using common::make_error;
 
 namespace {
 
-// HVD_OP_HOST_PATH (hvdc.h); kept here until the [gpu] API work brings it to hvdc.h.
-constexpr uint32_t kHostPathFlag = 2;
-
 const char* collective_name(Collective type) {
   switch (type) {
     case Collective::kAllreduce:
@@ -115,7 +112,7 @@ Status NcclBackend::order_after_callers(const CollectiveArgs& op, DeviceContext&
 }
 
 bool NcclBackend::takes_host_path(const CollectiveArgs& op, CommEntry& entry) {
-  if (op.flags & kHostPathFlag) return true;
+  if (op.flags & HVD_OP_HOST_PATH) return true;
   if (entry.shared_gpu()) {
     if (entry.note_host_path_logged()) {
       HVDC_LOG_INFO(
