@@ -2,9 +2,6 @@
 
 #include <utility>
 
-#include "device/plugin_loader.h"
-#include "hvdc_config.h"
-
 namespace hvdc::core {
 
 using common::make_error;
@@ -37,12 +34,6 @@ bool to_collective(OpType type, ops::Collective* out) {
       break;  // not collectives over data (the engine runs them)
   }
   return false;
-}
-
-// Why a CUDA tensor found no backend here.
-const char* cuda_missing_reason() {
-  return HVDC_HAVE_CUDA ? "this process has no CUDA data path (the NCCL backend was not set up)"
-                        : device::kBuildWithCuda;
 }
 
 // What the backend sees of one entry: its buffers, and its op state's output allocator.
@@ -101,8 +92,9 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
     auto it = backends_.find(entry.request.device_type);
     if (it == backends_.end()) {
       return make_error(HVD_ERR_UNSUPPORTED,
-                        "tensor '%s' is on a CUDA device: %s (every rank reports this error)",
-                        entry.request.name.c_str(), cuda_missing_reason());
+                        "tensor '%s': no data path for device type %d here (every rank reports "
+                        "this error)",
+                        entry.request.name.c_str(), static_cast<int>(entry.request.device_type));
     }
     backend = it->second.get();
   }
