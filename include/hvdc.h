@@ -66,7 +66,8 @@ enum {
   HVD_ERR_OUT_OF_MEMORY = -14,
   HVD_ERR_TRANSPORT = -15, /* the data transport (UCX) reported an error */
   HVD_ERR_BOOTSTRAP = -16, /* rank discovery or the out-of-band exchange failed */
-  HVD_ERR_FORKED = -17     /* called in a child process created by fork() after init */
+  HVD_ERR_FORKED = -17,    /* called in a child process created by fork() after init */
+  HVD_ERR_DEVICE = -18     /* CUDA or NCCL failed; the message carries its text */
 };
 
 /* Static text for a status code ("unknown status" for values this library does not know). */
@@ -210,7 +211,13 @@ typedef struct hvd_op_args_t {
   void* on_done_user_data;
   hvd_alloc_fn alloc; /* allgather output; NULL: the library allocates (see hvd_handle_output) */
   void* alloc_user_data;
+  void* cuda_stream; /* CUDA tensors: a cudaStream_t the op reads after (NULL: legacy default) */
+  uint32_t flags;    /* HVD_OP_STREAM_ORDERED | HVD_OP_HOST_PATH (docs/gpu.md) */
 } hvd_op_args_t;
+/* Flags for CUDA tensors (ignored for CPU tensors). STREAM_ORDERED: later work on cuda_stream
+ * sees the result without a host wait. HOST_PATH: stage through pinned host memory and reduce on
+ * the host instead of NCCL (every rank must pass the same choice). */
+enum { HVD_OP_STREAM_ORDERED = 1, HVD_OP_HOST_PATH = 2 };
 HVDC_API hvd_status_t hvd_op_args_init(hvd_op_args_t* args, size_t struct_size);
 
 /* Names identify a tensor across ranks: ranks may submit differently named tensors in any order.
@@ -373,6 +380,9 @@ HVDC_API hvd_status_t hvd_stats_format(char* buffer, size_t size, size_t* length
 enum { HVD_FEATURE_UCX = 0, HVD_FEATURE_MPI = 1, HVD_FEATURE_CUDA = 2, HVD_FEATURE_NCCL = 3 };
 /* 1 if the feature was compiled in, 0 if not (or unknown). */
 HVDC_API int32_t hvd_has_feature(int32_t feature);
+/* *count = the CUDA devices usable now (loads libhvdc_cuda.so). No driver or no device: *count
+ * = 0 and HVD_ERR_UNSUPPORTED with CUDA's text; so too in a build without CUDA. */
+HVDC_API hvd_status_t hvd_device_count(int32_t* count);
 
 #ifdef __cplusplus
 }

@@ -93,6 +93,13 @@ inline const char* last_error_message() noexcept {
 inline bool has_feature(Feature f) noexcept {
   return hvd_has_feature(static_cast<int32_t>(f)) != 0;
 }
+// The CUDA devices usable now; throws Error (HVD_ERR_UNSUPPORTED, with CUDA's reason) without a
+// GPU or driver, or in a library built without CUDA.
+inline int32_t device_count() {
+  int32_t count = 0;
+  detail::check(hvd_device_count(&count), "hvd_device_count");
+  return count;
+}
 // Log lines go to fn (any thread; it must not call hvdc or throw); nullptr restores stderr.
 inline void set_log_callback(hvd_log_fn fn, void* user_data) {
   detail::check(hvd_set_log_callback(fn, user_data), "hvd_set_log_callback");

@@ -27,7 +27,8 @@ Status submit(Engine* engine, Request request, const void* input, void* output,
   entry.output = output;
   entry.state = op;
   entry.splits = std::move(splits);
-  Status st = engine->enqueue(std::move(entry));
+  Status st = hvdc::api::apply_device_args(args, &entry.request, &entry);
+  if (st.is_ok()) st = engine->enqueue(std::move(entry));
   if (!st.is_ok()) {
     state().handles.erase(h);
     return st;

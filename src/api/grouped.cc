@@ -98,6 +98,7 @@ Status grouped_allreduce(const hvd_tensor_t* inputs, void* const* outputs, size_
     r.postscale = op_args.postscale_factor;
     entries[i].input = inputs[i].data;
     entries[i].output = outputs[i];
+    HVDC_RETURN_IF_ERROR(hvdc::api::apply_device_args(op_args, &r, &entries[i]));
     entries[i].state = std::make_shared<OpState>(nullptr, nullptr);
     entries[i].state->set_completion_hook(
         [group, i](const Status& st) { complete_member(group, i, st); });

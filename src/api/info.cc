@@ -1,6 +1,8 @@
 // Versions, status text, last error, features, and the DLPack conversion.
 #include "api/api_state.h"
 #include "common/dtype.h"
+#include "device/plugin_loader.h"
+#include "device/runtime.h"
 #include "hvdc_config.h"
 
 using hvdc::api::guarded;
@@ -76,6 +78,20 @@ int32_t hvd_has_feature(int32_t feature) {
     default:
       return 0;
   }
+}
+
+hvd_status_t hvd_device_count(int32_t* count) {
+  return guarded([&] {
+    if (count == nullptr) return Status(HVD_ERR_INVALID_ARGUMENT, "count is NULL");
+    // Set before anything can fail: a caller that ignores the status still reads no garbage.
+    *count = 0;
+    hvdc::device::Runtime* runtime = nullptr;
+    HVDC_RETURN_IF_ERROR(hvdc::device::cuda_runtime(&runtime));
+    int devices = 0;
+    HVDC_RETURN_IF_ERROR(runtime->device_count(&devices));
+    *count = devices;
+    return Status::ok();
+  });
 }
 
 hvd_status_t hvd_tensor_from_dlpack(const hvd_dl_tensor_t* dl, hvd_tensor_t* out) {

@@ -6,6 +6,8 @@
 
 #include "common/dtype.h"
 #include "common/utf8.h"
+#include "device/plugin_loader.h"
+#include "ops/nccl/submission.h"
 
 namespace hvdc::api {
 
@@ -81,7 +83,26 @@ Status read_op_args(const hvd_op_args_t* args, hvd_op_args_t* out) {
     return make_error(HVD_ERR_INVALID_ARGUMENT, "args->postscale_factor %g is not finite",
                       out->postscale_factor);
   }
+  const uint32_t known = HVD_OP_STREAM_ORDERED | HVD_OP_HOST_PATH;
+  if ((out->flags & ~known) != 0) {
+    return make_error(HVD_ERR_INVALID_ARGUMENT,
+                      "args->flags 0x%x has unknown bits 0x%x (known: HVD_OP_STREAM_ORDERED = 1, "
+                      "HVD_OP_HOST_PATH = 2)",
+                      out->flags, out->flags & ~known);
+  }
   return Status::ok();
+}
+
+Status apply_device_args(const hvd_op_args_t& args, core::Request* request,
+                         core::TensorEntry* entry) {
+  if (request->device_type != HVD_DEVICE_CUDA) return Status::ok();
+  request->flags = args.flags & core::kNegotiatedFlags;
+  entry->cuda_stream = args.cuda_stream;
+  entry->stream_ordered = (args.flags & HVD_OP_STREAM_ORDERED) != 0;
+  device::Runtime* runtime = nullptr;
+  if (!device::cuda_runtime(&runtime).is_ok()) return Status::ok();
+  return ops::nccl::record_submission(runtime, request->device_id, args.cuda_stream,
+                                      entry->stream_ordered, &entry->submission);
 }
 
 Status check_name(const char* name) {

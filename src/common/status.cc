@@ -79,6 +79,8 @@ const char* status_name(hvd_status_t code) {
       return "bootstrap error";
     case HVD_ERR_FORKED:
       return "called in a forked child process";
+    case HVD_ERR_DEVICE:
+      return "device (CUDA or NCCL) error";
     default:
       return "unknown status";
   }

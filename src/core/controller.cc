@@ -87,6 +87,8 @@ const std::vector<Check>& checks() {
       {"process set", destroys_set, [](const Request& r) { return std::to_string(r.root); }},
       {"CPU/GPU device selection", always,
        [](const Request& r) { return r.device_type == HVD_DEVICE_CPU ? "CPU" : "GPU"; }},
+      {"device data path (HVD_OP_HOST_PATH)", always,
+       [](const Request& r) { return (r.flags & HVD_OP_HOST_PATH) ? "host" : "device"; }},
   };
   return kChecks;
 }

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "core/faults/pending_report.h"
+#include "device/plugin_loader.h"
 #include "ops/backends.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -48,7 +49,11 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
   options.small_allreduce_bytes = config.small_allreduce_bytes;
   options.segment_bytes = config.segment_bytes;
   options.deterministic = config.deterministic;
-  return ops::make_backends(options);
+  // CUDA tensors: the plugin's runtime, loaded on the first one (tests inject their own).
+  ops::DeviceRuntimeProvider device_runtime = config.device_runtime;
+  if (!device_runtime)
+    device_runtime = [](device::Runtime** out) { return device::cuda_runtime(out); };
+  return ops::make_backends(options, std::move(device_runtime));
 }
 
 // Rank 0 opens HVDC_TIMELINE; if it cannot, init fails on every rank (not only there, where the
@@ -148,6 +153,9 @@ void Engine::start_collaborators() {
   termination.queue = &queue_;
   termination.agreed = &responses_;
   termination.stalls = stalls_.get();
+  termination.on_terminated = [this](const Status& cause) {
+    if (stage_) stage_->abort(cause);
+  };
   termination_ = std::make_unique<Termination>(std::move(termination));
   auto fail = [this](const Status& status) { termination_->terminate(status, true); };
   NegotiationConfig negotiation;

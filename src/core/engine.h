@@ -29,6 +29,7 @@
 #include "core/tensor_queue.h"
 #include "core/topology.h"
 #include "core/tracing/tracer.h"
+#include "ops/backends.h"
 #include "transport/factory.h"
 #include "transport/transport.h"
 
@@ -51,6 +52,9 @@ struct EngineConfig {
   int round_tree_min_ranks = kDefaultRoundTreeMinRanks;  // rounds by tree from this many ranks
   // Connects the ranks; empty: UCX (production). Tests inject the in-process loopback.
   transport::TransportFactory transport_factory;
+  // Gives the CUDA runtime for CUDA tensors; empty: the CUDA plugin's loader
+  // (device::cuda_runtime). Tests inject a host-memory runtime.
+  ops::DeviceRuntimeProvider device_runtime;
 };
 
 class Engine {

@@ -7,7 +7,7 @@ bool fusable(const Response& a, const Response& b) {
          a.process_set == b.process_set && a.op_type == OpType::kAllreduce &&
          b.op_type == OpType::kAllreduce && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.device_type == b.device_type &&
-         a.device_id == b.device_id;
+         a.device_id == b.device_id && a.flags == b.flags;
 }
 
 std::vector<Response> fuse_responses(std::vector<Response> responses, size_t threshold) {

@@ -16,7 +16,7 @@ namespace {
 
 constexpr size_t kMaxReasonLength = 64 << 10;
 constexpr size_t kMaxErrorLength = 1 << 20;
-constexpr size_t kParamsBytes = 4 * 6 + 8 * 2;
+constexpr size_t kParamsBytes = 4 * 6 + 8 * 2 + 4;
 constexpr size_t kMinRequestBytes = 4 + 4 + kParamsBytes + 4;  // empty name and shape
 constexpr size_t kMinResponseBytes = 4 * 2 + kParamsBytes + 4 * 5;
 constexpr size_t kMinCacheBitsBytes = 4 + 4 + 4;
@@ -42,6 +42,7 @@ void write_params(WireWriter& out, const OpParams& p) {
   out.i32(p.device_id);
   out.f64(p.prescale);
   out.f64(p.postscale);
+  out.u32(p.flags);
 }
 
 Status read_params(WireReader& in, OpParams* p) {
@@ -55,7 +56,8 @@ Status read_params(WireReader& in, OpParams* p) {
   HVDC_RETURN_IF_ERROR(in.i32(&p->device_type));
   HVDC_RETURN_IF_ERROR(in.i32(&p->device_id));
   HVDC_RETURN_IF_ERROR(in.f64(&p->prescale));
-  return in.f64(&p->postscale);
+  HVDC_RETURN_IF_ERROR(in.f64(&p->postscale));
+  return in.u32(&p->flags);
 }
 
 Status read_request(WireReader& in, Request* r) {

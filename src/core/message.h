@@ -34,6 +34,9 @@ std::string shape_string(const std::vector<int64_t>& shape);
 size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
 
 constexpr size_t kMaxNameLength = 4096;
+// The op flags every rank must pass alike (HVD_OP_STREAM_ORDERED concerns only the caller's own
+// stream, so it stays with the rank's tensor entry).
+constexpr uint32_t kNegotiatedFlags = HVD_OP_HOST_PATH;
 constexpr const char* kJoinName = "join";  // hvd_join's tensor name on every rank
 
 // The parameters of an op that every rank must agree on and that every rank needs to run it:
@@ -47,6 +50,8 @@ struct OpParams {
   int32_t device_id = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  // HVD_OP_* flags that change how every rank runs the op (kNegotiatedFlags): they must agree.
+  uint32_t flags = 0;
 
   OpParams& params() { return *this; }
   const OpParams& params() const { return *this; }

@@ -6,7 +6,8 @@ namespace {
 bool same_metadata(const Request& a, const Request& b) {
   return a.op_type == b.op_type && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
          a.root == b.root && a.device_type == b.device_type && a.device_id == b.device_id &&
-         a.prescale == b.prescale && a.postscale == b.postscale && a.shape == b.shape;
+         a.prescale == b.prescale && a.postscale == b.postscale && a.flags == b.flags &&
+         a.shape == b.shape;
 }
 
 }  // namespace

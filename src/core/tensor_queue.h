@@ -14,6 +14,10 @@
 #include "core/message.h"
 #include "core/op_state.h"
 
+namespace hvdc::ops {
+struct DeviceSubmission;  // ops/nccl/submission.h
+}
+
 namespace hvdc::core {
 
 struct TensorEntry {
@@ -22,6 +26,13 @@ struct TensorEntry {
   void* output = nullptr;
   std::shared_ptr<OpState> state;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank (empty: equal split)
+  // CUDA tensors: the caller's stream and whether later work on it must see the result without
+  // a host wait (HVD_OP_STREAM_ORDERED). This rank's own business, so not in the request.
+  void* cuda_stream = nullptr;
+  bool stream_ordered = false;
+  // CUDA tensors: what the API recorded on cuda_stream at submission
+  // (ops::nccl::record_submission); dropping it releases a stream-ordered caller's stream.
+  std::shared_ptr<ops::DeviceSubmission> submission;
   std::chrono::steady_clock::time_point submitted;  // set by the queue
 };
 

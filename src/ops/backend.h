@@ -18,6 +18,8 @@ namespace hvdc::ops {
 
 using common::Status;
 
+struct DeviceSubmission;  // ops/nccl/submission.h
+
 enum class Collective : int32_t {
   kAllreduce,
   kAllgather,
@@ -42,6 +44,15 @@ struct TensorArgs {
   std::function<void*(const std::vector<int64_t>& shape, size_t bytes)> allocate_output;
   // Alltoall: rows received from each member, once known.
   std::function<void(std::vector<int64_t> rows)> set_received_splits;
+  // CUDA tensors: the caller's stream (a cudaStream_t; null is the legacy default stream): the
+  // op reads the input after work queued on it. stream_ordered (HVD_OP_STREAM_ORDERED): later
+  // work on it must see the output without a host wait.
+  void* stream = nullptr;
+  bool stream_ordered = false;
+  // CUDA tensors: what the submitting thread recorded on the caller's stream when the op was
+  // submitted (ops/nccl/submission.h). Null: the backend records on the stream when it starts the
+  // op (later than submission; a stream-ordered op then fails, as it would deadlock).
+  std::shared_ptr<DeviceSubmission> submission;
 };
 
 // Who takes part in a collective and how its messages are told apart from other ops'.
@@ -65,6 +76,8 @@ struct CollectiveArgs {
   int32_t root = 0;  // broadcast: the root's index in the group
   double prescale = 1.0;
   double postscale = 1.0;
+  int32_t device_id = 0;  // CUDA: this rank's device ordinal (its tensors')
+  uint32_t flags = 0;     // the agreed HVD_OP_* flags (core::kNegotiatedFlags: HVD_OP_HOST_PATH)
   std::vector<int64_t> sizes;       // allgather: each member's first dimension
   std::vector<TensorArgs> tensors;  // more than one: a fused allreduce
   Group group;
@@ -94,6 +107,10 @@ class Backend {
   // returns the result; one that finishes later returns ok with *pending set, and core polls it.
   // Either way, the tensors' buffers stay valid until the op finished.
   virtual Status start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) = 0;
+  // The engine's work ended with `why` (not ok). Collectives in flight must now finish within a
+  // bounded time: a backend that waits on a device stops that work (an NCCL communicator is
+  // aborted) and its pending collectives report `why`. Engine thread only.
+  virtual void abort(const Status& why) { (void)why; }
 };
 
 }  // namespace hvdc::ops

@@ -15,6 +15,7 @@ enum class TagKind : uint64_t {
   kTerminate = 4,    // abort or shutdown notice to every peer
   kStall = 5,        // a timed-out rank to every peer: whom it waited for (stall agreement)
   kTreeRound = 6,    // rounds of agreement at scale: up and down a tree of the ranks
+  kDevice = 7,       // device communicator setup: GPU identities and NCCL unique ids
 };
 
 constexpr int kTagKindShift = 60;

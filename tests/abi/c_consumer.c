@@ -52,13 +52,14 @@ static void test_status_strings(void) {
       HVD_ERR_MISMATCH,      HVD_ERR_DUPLICATE_NAME,  HVD_ERR_ABORTED,
       HVD_ERR_TIMEOUT,       HVD_ERR_PEER_FAILURE,    HVD_ERR_SHUT_DOWN,
       HVD_ERR_OUT_OF_MEMORY, HVD_ERR_TRANSPORT,       HVD_ERR_BOOTSTRAP,
-      HVD_ERR_FORKED};
+      HVD_ERR_FORKED,        HVD_ERR_DEVICE};
   const size_t count = sizeof(kCodes) / sizeof(kCodes[0]);
   size_t i, j;
   const char* unknown = hvd_status_string(12345);
   /* Frozen values. */
   CHECK(HVD_SUCCESS == 0 && HVD_IN_PROGRESS == 1 && HVD_ERR_INVALID_ARGUMENT == -1);
   CHECK(HVD_ERR_INVALID_HANDLE == -7 && HVD_ERR_ABORTED == -10 && HVD_ERR_FORKED == -17);
+  CHECK(HVD_ERR_DEVICE == -18 && HVD_OP_STREAM_ORDERED == 1 && HVD_OP_HOST_PATH == 2);
   CHECK(HVD_UINT8 == 0 && HVD_FLOAT32 == 7 && HVD_BOOL == 9 && HVD_BFLOAT16 == 10);
   CHECK(HVD_OP_AVERAGE == 0 && HVD_OP_SUM == 1 && HVD_OP_MIN == 3 && HVD_OP_PRODUCT == 5);
   CHECK(HVD_DEVICE_CPU == 1 && HVD_DEVICE_CUDA == 2 && HVD_MAX_NDIM == 32);
@@ -78,6 +79,21 @@ static void test_status_strings(void) {
   }
 }
 
+/* ---- hvd_device_count: a count, or 0 and the reason (always so without CUDA). ---- */
+static void test_device_count(void) {
+  int32_t count = -1;
+  const hvd_status_t st = hvd_device_count(&count);
+  if (st == HVD_SUCCESS) {
+    CHECK(count > 0);
+  } else {
+    CHECK(st == HVD_ERR_UNSUPPORTED && count == 0 && hvd_last_error_message()[0] != '\0');
+  }
+  if (hvd_has_feature(HVD_FEATURE_CUDA) == 0) {
+    CHECK(st == HVD_ERR_UNSUPPORTED && strstr(hvd_last_error_message(), "-Dcuda=enabled"));
+  }
+  EXPECT_ERR(hvd_device_count(NULL), HVD_ERR_INVALID_ARGUMENT, "count");
+}
+
 static void test_features(void) {
   const int32_t features[] = {HVD_FEATURE_UCX, HVD_FEATURE_MPI, HVD_FEATURE_CUDA, HVD_FEATURE_NCCL};
   const char* v = hvd_version_string();
@@ -91,6 +107,9 @@ static void test_features(void) {
   /* The version string lists the compiled features ("0.1.0 +ucx +mpi"). */
   CHECK(hvd_has_feature(HVD_FEATURE_UCX) == (strstr(v, " +ucx") != NULL));
   CHECK(hvd_has_feature(HVD_FEATURE_MPI) == (strstr(v, " +mpi") != NULL));
+  CHECK(hvd_has_feature(HVD_FEATURE_CUDA) == (strstr(v, " +cuda") != NULL));
+  CHECK(hvd_has_feature(HVD_FEATURE_NCCL) == hvd_has_feature(HVD_FEATURE_CUDA));
+  test_device_count();
 }
 
 /* ---- Before hvd_init --------------------------------------------------------------------- */
@@ -133,6 +152,7 @@ static void test_op_args(void) {
   CHECK(a.postscale_factor == 1.0);
   CHECK(a.on_done == NULL);
   CHECK(a.on_done_user_data == NULL);
+  CHECK(a.cuda_stream == NULL && a.flags == 0);
   EXPECT_ERR(hvd_op_args_init(NULL, sizeof(a)), HVD_ERR_INVALID_ARGUMENT, "args");
   EXPECT_ERR(hvd_op_args_init(&a, 0), HVD_ERR_INVALID_ARGUMENT, "struct_size");
   /* A caller compiled against an older, shorter struct: nothing past its size is written. */

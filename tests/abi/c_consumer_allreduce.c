@@ -126,12 +126,30 @@ void test_allreduce(void) {
     expect_message_at(r.result, HVD_SUCCESS, r.message, NULL, __LINE__, "DLPack allreduce");
     CHECK(buf[0] == -1.0f && buf[1] == 2.0f && buf[6] == 12.0f);
   }
-  /* A CUDA tensor where CUDA is compiled out: unsupported, at submit or at wait. */
+  /* A caller compiled before cuda_stream and flags existed: its struct ends before them, and
+   * what lies beyond (0x5a bytes: unknown flags if read) is never read. */
+  {
+    const size_t old_size = offsetof(hvd_op_args_t, cuda_stream);
+    memcpy(src, in, sizeof(in));
+    EXPECT_OK(hvd_op_args_init(&args, old_size));
+    memset((unsigned char*)&args + old_size, 0x5a, sizeof(args) - old_size);
+    args.postscale_factor = 2.0;
+    r = run_allreduce(&t, dst, HVD_OP_SUM, "abi.old_args", &args);
+    expect_message_at(r.result, HVD_SUCCESS, r.message, NULL, __LINE__, "old-size op args");
+    CHECK(dst[0] == 2.0f && dst[5] == 12.5f);
+  }
+  /* Device flags on a CPU tensor are accepted and change nothing. */
+  args = default_args();
+  args.flags = HVD_OP_STREAM_ORDERED | HVD_OP_HOST_PATH;
+  r = run_allreduce(&t, dst, HVD_OP_SUM, "abi.cpu_flags", &args);
+  expect_message_at(r.result, HVD_SUCCESS, r.message, NULL, __LINE__, "device flags, CPU tensor");
+  /* A CUDA tensor where CUDA is compiled out: unsupported, at submit or at wait, saying how to
+   * build with it. */
   if (hvd_has_feature(HVD_FEATURE_CUDA) == 0) {
     memcpy(src, in, sizeof(in));
     t.device.type = HVD_DEVICE_CUDA;
     r = run_allreduce(&t, dst, HVD_OP_SUM, "abi.cuda", NULL);
-    expect_message_at(r.result, HVD_ERR_UNSUPPORTED, r.message, NULL, __LINE__,
+    expect_message_at(r.result, HVD_ERR_UNSUPPORTED, r.message, "-Dcuda=enabled", __LINE__,
                       "CUDA tensor without CUDA support");
     t.device.type = HVD_DEVICE_CPU;
     /* The engine is still usable afterwards. */
@@ -206,6 +224,10 @@ void test_bad_arguments(void) {
   args.prescale_factor = HUGE_VAL;
   EXPECT_ERR(hvd_allreduce_async(&t, out, HVD_OP_SUM, "abi.bad", &args, &h),
              HVD_ERR_INVALID_ARGUMENT, "scale");
+  args = default_args();
+  args.flags = 4;
+  EXPECT_ERR(hvd_allreduce_async(&t, out, HVD_OP_SUM, "abi.bad", &args, &h),
+             HVD_ERR_INVALID_ARGUMENT, "args->flags");
   args = default_args();
   args.struct_size = 0;
   EXPECT_ERR(hvd_allreduce_async(&t, out, HVD_OP_SUM, "abi.bad", &args, &h),

@@ -63,6 +63,16 @@ void test_topology() {
   EXPECT_EQ(hvdc::abi_version(), HVDC_ABI_VERSION);
   EXPECT(hvdc::has_feature(hvdc::Feature::Ucx) == (hvd_has_feature(HVD_FEATURE_UCX) == 1));
   EXPECT(std::string(hvdc::status_string(HVD_ERR_TIMEOUT)).size() > 0);
+  // The same count, or the same refusal, as the C call.
+  int32_t c_count = -1;
+  if (hvd_device_count(&c_count) == HVD_SUCCESS) {
+    EXPECT_EQ(hvdc::device_count(), c_count);
+  } else {
+    EXPECT_EQ(c_count, 0);
+    EXPECT_ERROR(HVD_ERR_UNSUPPORTED, "", hvdc::device_count());
+  }
+  const hvdc::OpFlags both = hvdc::OpFlags::StreamOrdered | hvdc::OpFlags::HostPath;
+  EXPECT_EQ(static_cast<uint32_t>(both), 3u);
 }
 
 void test_process_sets() {

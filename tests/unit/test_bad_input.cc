@@ -193,6 +193,13 @@ TEST_F(BadInput, ArgsOfEveryOp) {
                  "args->postscale_factor", "-inf")
         << op.label;
     args.postscale_factor = 1.0;
+    for (uint32_t flags : {4u, 0x80000000u, 0xFFFFFFFFu}) {
+      args.flags = flags;
+      EXPECT_FAILS(op.submit(&t, "bad.a", &args, &h), HVD_ERR_INVALID_ARGUMENT, "args->flags",
+                   "unknown bits")
+          << op.label << " flags " << flags;
+    }
+    args.flags = 0;
     for (int32_t set : {1, 7, -1, INT32_MAX, INT32_MIN}) {
       args.process_set = set;
       EXPECT_FAILS(op.submit(&t, "bad.a", &args, &h), HVD_ERR_INVALID_ARGUMENT, "args->process_set",

@@ -52,7 +52,7 @@ struct Bytes {
   }
   Bytes& params(const hvdc::core::OpParams& p) {
     i32(static_cast<int32_t>(p.op_type)).i32(p.dtype).i32(p.reduce_op).i32(p.root);
-    return i32(p.device_type).i32(p.device_id).f64(p.prescale).f64(p.postscale);
+    return i32(p.device_type).i32(p.device_id).f64(p.prescale).f64(p.postscale).u32(p.flags);
   }
   Bytes& request(const Request& r) {
     str(r.name).i32(r.process_set).params(r);
@@ -74,6 +74,7 @@ Request make_request(const std::string& name, int salt, size_t ndim) {
   r.device_id = 3 + salt;
   r.prescale = 0.25 + salt;
   r.postscale = -1.5e300;
+  r.flags = HVD_OP_HOST_PATH + static_cast<uint32_t>(salt);
   for (size_t i = 0; i < ndim; ++i) r.shape.push_back(static_cast<int64_t>(i * 1000003 + salt));
   return r;
 }
@@ -102,6 +103,7 @@ ResponseList sample_responses() {
   a.postscale = -3.25;
   a.device_type = HVD_DEVICE_CUDA;
   a.device_id = 5;
+  a.flags = HVD_OP_HOST_PATH;
   a.counts = {1, 0, 1 << 20};
   list.responses.push_back(a);
   Response b;
@@ -144,6 +146,7 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.device_id, b.device_id);
   EXPECT_EQ(a.prescale, b.prescale);
   EXPECT_EQ(a.postscale, b.postscale);
+  EXPECT_EQ(a.flags, b.flags);
   EXPECT_EQ(a.shape, b.shape);
 }
 
@@ -282,6 +285,7 @@ TEST(Message, ResponseListRoundTripAndLayout) {
     EXPECT_EQ(out.responses[i].device_id, list.responses[i].device_id);
     EXPECT_EQ(out.responses[i].prescale, list.responses[i].prescale);
     EXPECT_EQ(out.responses[i].postscale, list.responses[i].postscale);
+    EXPECT_EQ(out.responses[i].flags, list.responses[i].flags);
     EXPECT_EQ(out.responses[i].counts, list.responses[i].counts);
   }
 }
@@ -414,7 +418,7 @@ TEST(Message, OutOfRangeEnumsAreRejected) {
     EXPECT_FALSE(decode(b.s, &responses).is_ok()) << "op type " << op;
   }
   Bytes valid;
-  valid.u32(1).i32(1).i32(2).i32(3).i32(0).i32(0).i32(0).i32(1).i32(0).f64(1).f64(1);
+  valid.u32(1).i32(1).i32(2).i32(3).i32(0).i32(0).i32(0).i32(1).i32(0).f64(1).f64(1).u32(0);
   valid.u32(0).i32(0).str("").u32(0).u32(0);
   EXPECT_TRUE(decode(valid.s, &responses).is_ok());
 }

@@ -18,15 +18,18 @@ void on_ranks(int n, const std::function<void(int)>& fn) {
 }
 
 Status ThreadEngines::start(int n, hvdc::core::EngineConfig config,
-                            std::unique_ptr<ThreadEngines>* out) {
+                            std::unique_ptr<ThreadEngines>* out, const PerRankConfig& per_rank) {
   auto job = std::unique_ptr<ThreadEngines>(new ThreadEngines());
   job->fabric_ = hvdc::transport::loopback::LoopbackFabric::create(n);
   config.transport_factory = job->fabric_->factory();
   auto group = hvdc::bootstrap::InProcessGroup::create(n);
   job->engines_.resize(n);
   std::vector<Status> status(n);
-  on_ranks(n,
-           [&](int r) { status[r] = Engine::start(group->member(r), config, &job->engines_[r]); });
+  on_ranks(n, [&](int r) {
+    hvdc::core::EngineConfig mine = config;
+    if (per_rank) per_rank(r, &mine);
+    status[r] = Engine::start(group->member(r), mine, &job->engines_[r]);
+  });
   for (int r = 0; r < n; ++r) {
     if (!status[r].is_ok()) return status[r].with_context("starting rank " + std::to_string(r));
   }

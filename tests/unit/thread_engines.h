@@ -23,9 +23,12 @@ void on_ranks(int n, const std::function<void(int)>& fn);
 
 class ThreadEngines {
  public:
+  // Adjusts rank r's copy of the configuration (a device runtime of its own, say).
+  using PerRankConfig = std::function<void(int rank, hvdc::core::EngineConfig* config)>;
   // Starts n engines, rank r on its own thread, all on one fabric; `config`'s transport
   // factory is replaced by the fabric's.
-  static Status start(int n, hvdc::core::EngineConfig config, std::unique_ptr<ThreadEngines>* out);
+  static Status start(int n, hvdc::core::EngineConfig config, std::unique_ptr<ThreadEngines>* out,
+                      const PerRankConfig& per_rank = nullptr);
   ~ThreadEngines();
 
   int size() const { return static_cast<int>(engines_.size()); }

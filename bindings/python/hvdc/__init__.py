@@ -10,15 +10,15 @@ from . import _ffi
 
 _ffi.load()  # before anything that calls the library
 
-from ._errors import (HvdcAbortedError, HvdcBootstrapError, HvdcDuplicateNameError, HvdcError,
-                      HvdcForkedError, HvdcInternalError, HvdcInvalidArgumentError,
-                      HvdcInvalidHandleError, HvdcInvalidUsageError, HvdcMismatchError,
-                      HvdcNotInitializedError, HvdcOutOfMemoryError, HvdcPeerFailureError,
-                      HvdcShutDownError, HvdcSystemError, HvdcTimeoutError, HvdcTransportError,
-                      HvdcUnsupportedError)
+from ._errors import (HvdcAbortedError, HvdcBootstrapError, HvdcDeviceError,
+                      HvdcDuplicateNameError, HvdcError, HvdcForkedError, HvdcInternalError,
+                      HvdcInvalidArgumentError, HvdcInvalidHandleError, HvdcInvalidUsageError,
+                      HvdcMismatchError, HvdcNotInitializedError, HvdcOutOfMemoryError,
+                      HvdcPeerFailureError, HvdcShutDownError, HvdcSystemError, HvdcTimeoutError,
+                      HvdcTransportError, HvdcUnsupportedError)
 from ._errors import ERROR_NAMES as _ERROR_NAMES
-from ._extras import (abort, broadcast_object, broadcast_parameters, dump_pending, start_timeline,
-                      stats, stop_timeline)
+from ._extras import (abort, broadcast_object, broadcast_parameters, device_count, dump_pending,
+                      start_timeline, stats, stop_timeline)
 from ._handles import Handle
 from ._lifecycle import (ProcessSet, add_process_set, cross_rank, cross_size, global_process_set,
                          init, is_initialized, local_rank, local_size, rank, remove_process_set,
@@ -48,5 +48,5 @@ __all__ = [
     "synchronize", "poll", "Handle",
     "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
     "start_timeline", "stop_timeline", "stats", "dump_pending", "abort",
-    "broadcast_parameters", "broadcast_object", "library_path",
+    "broadcast_parameters", "broadcast_object", "library_path", "device_count",
 ] + _ERROR_NAMES

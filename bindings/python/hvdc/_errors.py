@@ -79,6 +79,10 @@ class HvdcForkedError(HvdcError):
     pass
 
 
+class HvdcDeviceError(HvdcError):
+    """CUDA or NCCL failed; the message carries its text."""
+
+
 ERROR_CLASSES = {
     _ffi.HVD_ERR_INVALID_ARGUMENT: HvdcInvalidArgumentError,
     _ffi.HVD_ERR_INVALID_USAGE: HvdcInvalidUsageError,
@@ -97,6 +101,7 @@ ERROR_CLASSES = {
     _ffi.HVD_ERR_TRANSPORT: HvdcTransportError,
     _ffi.HVD_ERR_BOOTSTRAP: HvdcBootstrapError,
     _ffi.HVD_ERR_FORKED: HvdcForkedError,
+    _ffi.HVD_ERR_DEVICE: HvdcDeviceError,
 }
 
 ERROR_NAMES = [cls.__name__ for cls in ERROR_CLASSES.values()] + ["HvdcError"]

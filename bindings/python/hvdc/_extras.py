@@ -40,6 +40,14 @@ def dump_pending():
             return buffer.value.decode(errors="replace")
 
 
+def device_count():
+    """The CUDA devices usable now. Raises HvdcUnsupportedError, saying why, without a GPU or
+    driver, or where the library was built without CUDA. Needs no init."""
+    count = ctypes.c_int32()
+    _errors.call("hvd_device_count", ctypes.byref(count))
+    return count.value
+
+
 def abort(reason):
     """Fails every pending and later op on every rank with HvdcAbortedError."""
     _lifecycle.enter()

@@ -37,6 +37,7 @@ HVD_ERR_OUT_OF_MEMORY = -14
 HVD_ERR_TRANSPORT = -15
 HVD_ERR_BOOTSTRAP = -16
 HVD_ERR_FORKED = -17
+HVD_ERR_DEVICE = -18
 
 # ---- Data types, reduce ops, devices ---------------------------------------------------------
 HVD_UINT8 = 0
@@ -134,7 +135,13 @@ class hvd_op_args_t(ctypes.Structure):
         ("on_done_user_data", ctypes.c_void_p),
         ("alloc", hvd_alloc_fn),
         ("alloc_user_data", ctypes.c_void_p),
+        ("cuda_stream", ctypes.c_void_p),
+        ("flags", ctypes.c_uint32),
     ]
+
+
+HVD_OP_STREAM_ORDERED = 1
+HVD_OP_HOST_PATH = 2
 
 
 class hvd_stats_t(ctypes.Structure):
@@ -204,6 +211,7 @@ FUNCTIONS = {
     "hvd_stats_get": (_ST, [_P(hvd_stats_t)]),
     "hvd_stats_format": (_ST, [_P(ctypes.c_char), _SIZE, _P(_SIZE)]),
     "hvd_has_feature": (_I32, [_I32]),
+    "hvd_device_count": (_ST, [_P(_I32)]),
 }
 
 # ---- Loading ---------------------------------------------------------------------------------

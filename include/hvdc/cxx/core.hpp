@@ -68,6 +68,16 @@ enum class ReduceOp : int32_t {
   Product = HVD_OP_PRODUCT,
 };
 
+// Flags for CUDA tensors (Options::flags; combine with |).
+enum class OpFlags : uint32_t {
+  None = 0,
+  StreamOrdered = HVD_OP_STREAM_ORDERED,  // later work on cuda_stream sees the result
+  HostPath = HVD_OP_HOST_PATH,            // stage through pinned host memory instead of NCCL
+};
+inline constexpr OpFlags operator|(OpFlags a, OpFlags b) {
+  return static_cast<OpFlags>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
+}
+
 enum class Feature : int32_t {
   Ucx = HVD_FEATURE_UCX,
   Mpi = HVD_FEATURE_MPI,
@@ -255,6 +265,8 @@ struct Options {
   void* on_done_user_data = nullptr;
   hvd_alloc_fn alloc = nullptr;  // allgather/alltoall output; nullptr: the handle owns it
   void* alloc_user_data = nullptr;
+  void* cuda_stream = nullptr;  // CUDA tensors: the cudaStream_t the op is ordered after
+  OpFlags flags = OpFlags::None;
 };
 
 namespace detail {
@@ -269,6 +281,8 @@ inline hvd_op_args_t op_args(const Options& o) {
   args.on_done_user_data = o.on_done_user_data;
   args.alloc = o.alloc;
   args.alloc_user_data = o.alloc_user_data;
+  args.cuda_stream = o.cuda_stream;
+  args.flags = static_cast<uint32_t>(o.flags);
   return args;
 }
 inline const char* name_or_null(const std::string& name) {

@@ -52,6 +52,7 @@ class MpiBootstrap final : public Bootstrap {
   char err_[kErrLen] = {0};
 };
 
+#if HVDC_HAVE_MPI
 // The plugin sits beside libhvdc.so (build tree and install tree alike); HVDC_MPI_PLUGIN names
 // another path. RTLD_GLOBAL because Open MPI's own components need libmpi's symbols.
 void* open_plugin(std::string* tried) {
@@ -71,6 +72,7 @@ void* open_plugin(std::string* tried) {
   }
   return nullptr;
 }
+#endif
 
 }  // namespace
 

@@ -45,6 +45,9 @@ ops::TensorArgs tensor_args(TensorEntry& entry) {
   t.input = entry.input;
   t.output = entry.output;
   t.splits = entry.splits;
+  t.stream = entry.cuda_stream;
+  t.stream_ordered = entry.stream_ordered;
+  t.submission = entry.submission;
   OpState* state = entry.state.get();
   const hvd_device_t device{r.device_type, r.device_id};
   const int32_t dtype = r.dtype;
@@ -89,9 +92,9 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
     auto it = backends_.find(entry.request.device_type);
     if (it == backends_.end()) {
       return make_error(HVD_ERR_UNSUPPORTED,
-                        "tensor '%s' is on a CUDA device; this build of hvdc has no GPU data path "
-                        "yet (every rank reports this error)",
-                        entry.request.name.c_str());
+                        "tensor '%s': no data path for device type %d here (every rank reports "
+                        "this error)",
+                        entry.request.name.c_str(), static_cast<int>(entry.request.device_type));
     }
     backend = it->second.get();
   }
@@ -113,6 +116,9 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
   op.root = response.root;
   op.prescale = response.prescale;
   op.postscale = response.postscale;
+  // The response carries the first rank's device; each rank runs on its own tensors' device.
+  op.device_id = entries.empty() ? response.device_id : entries.front().request.device_id;
+  op.flags = response.flags;
   op.sizes = response.sizes;
   size_t e = 0;
   for (size_t i = 0; i < response.names.size(); ++i) {
@@ -139,6 +145,10 @@ std::vector<FinishedOp> Executor::poll() {
     running_.pop_front();
   }
   return finished;
+}
+
+void Executor::abort(const Status& why) {
+  for (auto& [type, backend] : backends_) backend->abort(why);
 }
 
 std::vector<const Response*> Executor::running() const {

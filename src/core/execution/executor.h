@@ -41,6 +41,8 @@ class Executor {
   // for the earlier ones). Never blocks.
   std::vector<FinishedOp> poll();
   bool idle() const { return running_.empty(); }
+  // Tells every backend that the engine's work ended (ops::Backend::abort).
+  void abort(const Status& why);
   // The responses started and not yet returned by poll(), oldest first (for hang reports).
   std::vector<const Response*> running() const;
 

@@ -9,8 +9,9 @@ namespace {
 
 // Failures after which the ranks can no longer agree on what happened: end the engine's work.
 bool is_fatal(hvd_status_t code) {
+  // A device error aborted the rank's NCCL communicator: its peers would wait in NCCL for it.
   return code == HVD_ERR_TRANSPORT || code == HVD_ERR_PEER_FAILURE || code == HVD_ERR_ABORTED ||
-         code == HVD_ERR_SHUT_DOWN || code == HVD_ERR_TIMEOUT;
+         code == HVD_ERR_SHUT_DOWN || code == HVD_ERR_TIMEOUT || code == HVD_ERR_DEVICE;
 }
 
 // A collective over data, which a backend runs; the others run in the engine, in order, once

@@ -49,6 +49,8 @@ class ExecutionStage {
   // Completes the collectives whose backend finished them; true if there were any.
   bool finish_executed();
   bool idle() const { return executor_.idle(); }
+  // The engine's work ended: the backends stop what they have in flight (ops::Backend::abort).
+  void abort(const Status& why) { executor_.abort(why); }
   // Started, not yet finished (for hang reports).
   std::vector<const Response*> running() const { return executor_.running(); }
   // The set of the collective being started now, if any (its op number is the running one's).

@@ -44,6 +44,7 @@ void Termination::terminate(const Status& cause, bool notify_peers) {
     entry.state->complete(op_failure(entry, cause));
   }
   ctx_.agreed->clear();
+  if (ctx_.on_terminated) ctx_.on_terminated(cause);
 }
 
 void Termination::send_notice(const Status& cause) {

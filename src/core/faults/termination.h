@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -31,6 +32,10 @@ struct TerminationContext {
   TensorQueue* queue = nullptr;               // closed with the cause
   std::deque<Response>* agreed = nullptr;     // agreed, not yet executed: dropped with the cause
   StallAgreement* stalls = nullptr;           // polled with the notices; null without a transport
+  // Called once, after the pending ops failed with the cause: device collectives in flight must
+  // end in bounded time too (an NCCL communicator waits for peers that may be gone), so the
+  // engine has the backends abort them. May be empty.
+  std::function<void(const Status&)> on_terminated;
 };
 
 class Termination {

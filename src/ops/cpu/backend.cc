@@ -38,14 +38,19 @@ Status CpuBackend::start(const CollectiveArgs& op, std::unique_ptr<PendingCollec
   return make_error(HVD_ERR_INTERNAL, "collective %d is not executable", static_cast<int>(op.type));
 }
 
-Comm CpuBackend::make_comm(const CollectiveArgs& op) {
+Comm comm_for(const Group& group) {
   Comm comm;
-  comm.transport = op.group.transport;
-  comm.members = op.group.members;
-  comm.index = op.group.index;
-  comm.context = op.group.context;
-  comm.seq = op.group.seq;
-  comm.interrupt = op.group.interrupt;
+  comm.transport = group.transport;
+  comm.members = group.members;
+  comm.index = group.index;
+  comm.context = group.context;
+  comm.seq = group.seq;
+  comm.interrupt = group.interrupt;
+  return comm;
+}
+
+Comm CpuBackend::make_comm(const CollectiveArgs& op) {
+  Comm comm = comm_for(op.group);
   comm.scratch = &scratch_;
   comm.staging = &staging_;
   comm.deterministic = options_.deterministic;

@@ -33,8 +33,13 @@ class CpuBackend : public Backend {
   std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
 };
 
+// The members, transport and tags of `group`, without scratch areas or tuning.
+Comm comm_for(const Group& group);
 // Elements in a tensor of this shape from dimension `from` on.
 size_t element_count(const std::vector<int64_t>& shape, size_t from = 0);
+// Rows of an n-way split of `rows`: the first rows % n ranks get one more (Horovod's layout of
+// alltoall without splits and of reducescatter).
+std::vector<int64_t> even_split(int64_t rows, int n);
 // Output of `rows` rows shaped like the input's other dimensions (allgather, alltoall).
 Status allocate_rows(const TensorArgs& tensor, int32_t dtype, const char* what, int64_t rows,
                      char** out);

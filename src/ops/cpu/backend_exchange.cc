@@ -10,16 +10,11 @@
 
 namespace hvdc::ops::cpu {
 
-namespace {
-
-// Rows of an n-way split of `rows`: the first rows % n ranks get one more (Horovod's layout).
 std::vector<int64_t> even_split(int64_t rows, int n) {
   std::vector<int64_t> out(n, rows / n);
   for (int i = 0; i < rows % n; ++i) ++out[i];
   return out;
 }
-
-}  // namespace
 
 Status CpuBackend::run_alltoall(const CollectiveArgs& op) {
   const TensorArgs& tensor = op.tensors[0];

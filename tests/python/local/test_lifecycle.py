@@ -34,10 +34,20 @@ def test_every_status_maps_to_its_class_and_unknown_codes_to_the_base():
                hvdc.HvdcInternalError, hvdc.HvdcInvalidHandleError, hvdc.HvdcMismatchError,
                hvdc.HvdcDuplicateNameError, hvdc.HvdcAbortedError, hvdc.HvdcTimeoutError,
                hvdc.HvdcPeerFailureError, hvdc.HvdcShutDownError, hvdc.HvdcOutOfMemoryError,
-               hvdc.HvdcTransportError, hvdc.HvdcBootstrapError, hvdc.HvdcForkedError]
+               hvdc.HvdcTransportError, hvdc.HvdcBootstrapError, hvdc.HvdcForkedError,
+               hvdc.HvdcDeviceError]
     assert sorted(c.__name__ for c in classes) == sorted(_errors.ERROR_NAMES[:-1])
     assert type(_errors.error_for(-999, "x")) is hvdc.HvdcError
     assert hvdc.HvdcError(-999).code == -999
+
+
+def test_device_count_is_a_count_or_says_why_not():
+    try:
+        count = hvdc.device_count()
+    except hvdc.HvdcUnsupportedError as error:
+        assert str(error).strip(), "the refusal must say why"
+    else:
+        assert count > 0
 
 
 def _python(code, **env):

@@ -41,6 +41,7 @@ const HVD_ERR_OUT_OF_MEMORY = Int32(-14)
 const HVD_ERR_TRANSPORT = Int32(-15)
 const HVD_ERR_BOOTSTRAP = Int32(-16)
 const HVD_ERR_FORKED = Int32(-17)
+const HVD_ERR_DEVICE = Int32(-18)
 
 hvd_status_string(status) = @ccall libhvdc.hvd_status_string(status::Int32)::Cstring
 hvd_last_error_message() = @ccall libhvdc.hvd_last_error_message()::Cstring
@@ -157,7 +158,12 @@ struct hvd_op_args_t
     on_done_user_data::Ptr{Cvoid}
     alloc::Ptr{Cvoid}
     alloc_user_data::Ptr{Cvoid}
+    cuda_stream::Ptr{Cvoid}
+    flags::UInt32
 end
+
+const HVD_OP_STREAM_ORDERED = UInt32(1)
+const HVD_OP_HOST_PATH = UInt32(2)
 
 hvd_op_args_init(args, struct_size) =
     @ccall libhvdc.hvd_op_args_init(args::Ptr{hvd_op_args_t}, struct_size::Csize_t)::Int32
@@ -257,5 +263,6 @@ const HVD_FEATURE_CUDA = Int32(2)
 const HVD_FEATURE_NCCL = Int32(3)
 
 hvd_has_feature(feature) = @ccall libhvdc.hvd_has_feature(feature::Int32)::Int32
+hvd_device_count(count) = @ccall libhvdc.hvd_device_count(count::Ptr{Int32})::Int32
 
 end # module LibHVDC

@@ -107,3 +107,15 @@ function has_feature(f::Symbol)
     haskey(FEATURES, f) || throw(ArgumentError("unknown feature $f; known: ucx, mpi, cuda, nccl"))
     return L.hvd_has_feature(FEATURES[f]) != 0
 end
+
+"""
+    HVDC.device_count()
+
+The CUDA devices usable now. Throws `HVDCError` (`HVD_ERR_UNSUPPORTED`, with CUDA's reason)
+where there is no GPU or driver, or the library was built without CUDA.
+"""
+function device_count()
+    count = Ref{Int32}(0)
+    check(L.hvd_device_count(count), "hvd_device_count")
+    return Int(count[])
+end

@@ -49,5 +49,6 @@ function op_args(set::ProcessSet, prescale_factor::Real, postscale_factor::Real)
     check(L.hvd_op_args_init(defaults, sizeof(L.hvd_op_args_t)), "hvd_op_args_init")
     d = defaults[]
     return Ref(L.hvd_op_args_t(d.struct_size, set.id, Float64(prescale_factor),
-                               Float64(postscale_factor), C_NULL, C_NULL, C_NULL, C_NULL))
+                               Float64(postscale_factor), C_NULL, C_NULL, C_NULL, C_NULL,
+                               C_NULL, UInt32(0)))
 end

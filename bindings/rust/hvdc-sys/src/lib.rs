@@ -37,6 +37,7 @@ pub const HVD_ERR_OUT_OF_MEMORY: hvd_status_t = -14;
 pub const HVD_ERR_TRANSPORT: hvd_status_t = -15;
 pub const HVD_ERR_BOOTSTRAP: hvd_status_t = -16;
 pub const HVD_ERR_FORKED: hvd_status_t = -17;
+pub const HVD_ERR_DEVICE: hvd_status_t = -18;
 
 // ---- Data types, reduce ops, devices ----------------------------------------------------------
 pub const HVD_UINT8: i32 = 0;
@@ -150,7 +151,12 @@ pub struct hvd_op_args_t {
     pub on_done_user_data: *mut c_void,
     pub alloc: hvd_alloc_fn,
     pub alloc_user_data: *mut c_void,
+    pub cuda_stream: *mut c_void,
+    pub flags: u32,
 }
+
+pub const HVD_OP_STREAM_ORDERED: u32 = 1;
+pub const HVD_OP_HOST_PATH: u32 = 2;
 
 // ---- Statistics -------------------------------------------------------------------------------
 #[repr(C)]
@@ -228,6 +234,7 @@ extern "C" {
     pub fn hvd_stats_get(stats: *mut hvd_stats_t) -> hvd_status_t;
     pub fn hvd_stats_format(buffer: *mut c_char, size: usize, length: *mut usize) -> hvd_status_t;
     pub fn hvd_has_feature(feature: i32) -> i32;
+    pub fn hvd_device_count(count: *mut i32) -> hvd_status_t;
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ fn main() {
         prescale_factor => "prescale_factor", postscale_factor => "postscale_factor",
         on_done => "on_done", on_done_user_data => "on_done_user_data",
         alloc => "alloc", alloc_user_data => "alloc_user_data",
+        cuda_stream => "cuda_stream", flags => "flags",
     });
     layout!(hvd_stats_t {
         struct_size => "struct_size", reserved => "reserved",

@@ -119,6 +119,15 @@ pub fn abi_version() -> i32 {
     unsafe { sys::hvd_abi_version() }
 }
 
+/// The CUDA devices usable now. Without a GPU or driver, or in a library built without CUDA,
+/// an `Unsupported` error that says why.
+pub fn device_count() -> Result<i32> {
+    let _shared = read_lifecycle();
+    let mut count = 0i32;
+    check(unsafe { sys::hvd_device_count(&mut count) })?;
+    Ok(count)
+}
+
 /// A feature compiled into the loaded library.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

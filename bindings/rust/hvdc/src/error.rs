@@ -27,6 +27,8 @@ pub enum ErrorKind {
     Transport,
     Bootstrap,
     Forked,
+    /// CUDA or NCCL failed (the message carries its text).
+    Device,
     Unknown,
 }
 
@@ -51,6 +53,7 @@ impl ErrorKind {
             sys::HVD_ERR_TRANSPORT => ErrorKind::Transport,
             sys::HVD_ERR_BOOTSTRAP => ErrorKind::Bootstrap,
             sys::HVD_ERR_FORKED => ErrorKind::Forked,
+            sys::HVD_ERR_DEVICE => ErrorKind::Device,
             _ => ErrorKind::Unknown,
         }
     }
@@ -146,6 +149,7 @@ mod tests {
             ErrorKind::Mismatch
         );
         assert_eq!(ErrorKind::from_code(sys::HVD_ERR_FORKED), ErrorKind::Forked);
+        assert_eq!(ErrorKind::from_code(sys::HVD_ERR_DEVICE), ErrorKind::Device);
         let e = Error::new(-999, "x");
         assert_eq!(e.kind(), ErrorKind::Unknown);
         assert_eq!(e.code(), -999);

@@ -78,7 +78,9 @@ mod scope;
 mod submit;
 
 pub use config::{Config, ConfigKey};
-pub use context::{abi_version, has_feature, is_initialized, version_string, Feature, Hvdc};
+pub use context::{
+    abi_version, device_count, has_feature, is_initialized, version_string, Feature, Hvdc,
+};
 pub use diagnostics::Stats;
 pub use element::{Bool, Element, BF16, F16};
 pub use error::{status_string, Error, ErrorKind, Result};

@@ -70,6 +70,14 @@ fn version_abi_and_features() {
     );
     assert!(hvdc::has_feature(hvdc::Feature::Ucx));
     assert!(!hvdc::status_string(hvdc::sys::HVD_ERR_TIMEOUT).is_empty());
+    // A count, or the reason there is none.
+    match hvdc::device_count() {
+        Ok(count) => assert!(count > 0, "{}", count),
+        Err(err) => {
+            assert_eq!(err.kind(), ErrorKind::Unsupported, "{}", err);
+            assert!(!err.message().is_empty(), "{:?}", err);
+        }
+    }
 }
 
 #[test]
