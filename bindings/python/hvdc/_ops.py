@@ -1,5 +1,6 @@
 """Collectives with Horovod's names: each *_async returns a Handle; the plain form waits."""
 import ctypes
+import operator
 
 from . import _errors, _ffi, _handles, _lifecycle, _tensors
 from ._tensors import export
@@ -11,12 +12,47 @@ Max = _ffi.HVD_OP_MAX
 Product = _ffi.HVD_OP_PRODUCT
 
 
-def _op_args(process_set, prescale_factor=1.0, postscale_factor=1.0):
+# Every op with a tensor also takes these keyword-only arguments, which apply to CUDA tensors
+# (CPU tensors ignore them, as the C layer does):
+#   cuda_stream: the stream the op is ordered after: an int address (0: the legacy default
+#       stream) or an object carrying it, as torch.cuda.Stream's `cuda_stream` or cupy's
+#       Stream `ptr`; None is the default stream.
+#   stream_ordered: later work on cuda_stream sees the result without waiting on the host.
+#   host_path: stage through pinned host memory and reduce on the host (Horovod's
+#       device_dense='/cpu:0'); every rank must pass the same choice.
+
+
+def _stream_address(cuda_stream):
+    """The cudaStream_t as an int, from an address or an object that carries one."""
+    if cuda_stream is None:
+        return 0
+    value = cuda_stream
+    for attribute in ("cuda_stream", "ptr"):
+        if hasattr(cuda_stream, attribute):
+            value = getattr(cuda_stream, attribute)
+            break
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)  # ints, numpy integers; not floats or strings
+    except TypeError:
+        raise TypeError(f"cuda_stream: expected None, an int address or an object with "
+                        f".cuda_stream or .ptr, got {type(cuda_stream).__name__}") from None
+    if value < 0:
+        raise ValueError(f"cuda_stream: address {value} is negative")
+    return value
+
+
+def _op_args(process_set, prescale_factor=1.0, postscale_factor=1.0, cuda_stream=None,
+             stream_ordered=False, host_path=False):
     args = _ffi.hvd_op_args_t()
     _errors.call("hvd_op_args_init", ctypes.byref(args), ctypes.sizeof(args))
     args.process_set = _lifecycle.process_set_id(process_set)
     args.prescale_factor = float(prescale_factor)
     args.postscale_factor = float(postscale_factor)
+    args.cuda_stream = _stream_address(cuda_stream) or None
+    args.flags = ((_ffi.HVD_OP_STREAM_ORDERED if stream_ordered else 0)
+                  | (_ffi.HVD_OP_HOST_PATH if host_path else 0))
     return args
 
 
@@ -57,11 +93,13 @@ def _output_of(like):
 
 
 def allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                    process_set=None, on_done=None, output=None):
+                    process_set=None, on_done=None, output=None,
+                    *, cuda_stream=None, stream_ordered=False, host_path=False):
     """output=: an array to reduce into (an extension of Horovod's API: no allocation per call);
     by default a new array of the input's kind."""
     _lifecycle.enter()
-    args = _op_args(process_set, prescale_factor, postscale_factor)
+    args = _op_args(process_set, prescale_factor, postscale_factor, cuda_stream, stream_ordered,
+                    host_path)
     inp = export(tensor, "tensor")
     try:
         if output is None:
@@ -81,9 +119,11 @@ def allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0, postscal
 
 
 def allreduce_async_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                     process_set=None, on_done=None):
+                     process_set=None, on_done=None,
+                     *, cuda_stream=None, stream_ordered=False, host_path=False):
     _lifecycle.enter()
-    args = _op_args(process_set, prescale_factor, postscale_factor)
+    args = _op_args(process_set, prescale_factor, postscale_factor, cuda_stream, stream_ordered,
+                    host_path)
     inp = export(tensor, "tensor", writable=True)
     return _submit("hvd_allreduce_async",
                    [ctypes.byref(inp.tensor), inp.tensor.data, op, _name(name), ctypes.byref(args)],
@@ -91,22 +131,27 @@ def allreduce_async_(tensor, name=None, op=Average, prescale_factor=1.0, postsca
 
 
 def allreduce(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-              process_set=None, output=None):
+              process_set=None, output=None,
+              *, cuda_stream=None, stream_ordered=False, host_path=False):
     return allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set,
-                           output=output).wait()
+                           output=output, cuda_stream=cuda_stream,
+                           stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
 def allreduce_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-               process_set=None):
-    return allreduce_async_(tensor, name, op, prescale_factor, postscale_factor,
-                            process_set).wait()
+               process_set=None, *, cuda_stream=None, stream_ordered=False, host_path=False):
+    return allreduce_async_(tensor, name, op, prescale_factor, postscale_factor, process_set,
+                            cuda_stream=cuda_stream, stream_ordered=stream_ordered,
+                            host_path=host_path).wait()
 
 
 def grouped_allreduce_async(tensors, name=None, op=Average, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=None, on_done=None):
+                            postscale_factor=1.0, process_set=None, on_done=None,
+                            *, cuda_stream=None, stream_ordered=False, host_path=False):
     """One handle for the list; members are named "<name>.<i>" (automatic names without one)."""
     _lifecycle.enter()
-    args = _op_args(process_set, prescale_factor, postscale_factor)
+    args = _op_args(process_set, prescale_factor, postscale_factor, cuda_stream, stream_ordered,
+                    host_path)
     tensors = list(tensors)
     outputs, exports = [], []
     try:
@@ -130,28 +175,34 @@ def grouped_allreduce_async(tensors, name=None, op=Average, prescale_factor=1.0,
 
 
 def grouped_allreduce(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                      process_set=None):
+                      process_set=None,
+                      *, cuda_stream=None, stream_ordered=False, host_path=False):
     return grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_factor,
-                                   process_set).wait()
+                                   process_set, cuda_stream=cuda_stream,
+                                   stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
-def allgather_async(tensor, name=None, process_set=None, on_done=None):
+def allgather_async(tensor, name=None, process_set=None, on_done=None,
+                    *, cuda_stream=None, stream_ordered=False, host_path=False):
     """Concatenation along the first dimension; the result shares the library's buffer."""
     _lifecycle.enter()
-    args = _op_args(process_set)
+    args = _op_args(process_set, 1.0, 1.0, cuda_stream, stream_ordered, host_path)
     inp = export(tensor, "tensor")
     return _submit("hvd_allgather_async", [ctypes.byref(inp.tensor), _name(name),
                                            ctypes.byref(args)],
                    [inp], _output_of(tensor), on_done, keep=(args,))
 
 
-def allgather(tensor, name=None, process_set=None):
-    return allgather_async(tensor, name, process_set).wait()
+def allgather(tensor, name=None, process_set=None,
+              *, cuda_stream=None, stream_ordered=False, host_path=False):
+    return allgather_async(tensor, name, process_set, cuda_stream=cuda_stream,
+                           stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
-def broadcast_async(tensor, root_rank, name=None, process_set=None, on_done=None):
+def broadcast_async(tensor, root_rank, name=None, process_set=None, on_done=None,
+                    *, cuda_stream=None, stream_ordered=False, host_path=False):
     _lifecycle.enter()
-    args = _op_args(process_set)
+    args = _op_args(process_set, 1.0, 1.0, cuda_stream, stream_ordered, host_path)
     inp = export(tensor, "tensor")
     output = _tensors.empty_like(tensor, inp)
     try:
@@ -164,21 +215,26 @@ def broadcast_async(tensor, root_rank, name=None, process_set=None, on_done=None
                    [inp, out], _returns(output), on_done, keep=(args,))
 
 
-def broadcast_async_(tensor, root_rank, name=None, process_set=None, on_done=None):
+def broadcast_async_(tensor, root_rank, name=None, process_set=None, on_done=None,
+                     *, cuda_stream=None, stream_ordered=False, host_path=False):
     _lifecycle.enter()
-    args = _op_args(process_set)
+    args = _op_args(process_set, 1.0, 1.0, cuda_stream, stream_ordered, host_path)
     inp = export(tensor, "tensor", writable=True)
     return _submit("hvd_broadcast_async", [ctypes.byref(inp.tensor), inp.tensor.data,
                                            int(root_rank), _name(name), ctypes.byref(args)],
                    [inp], _returns(tensor), on_done, keep=(args,))
 
 
-def broadcast(tensor, root_rank, name=None, process_set=None):
-    return broadcast_async(tensor, root_rank, name, process_set).wait()
+def broadcast(tensor, root_rank, name=None, process_set=None,
+              *, cuda_stream=None, stream_ordered=False, host_path=False):
+    return broadcast_async(tensor, root_rank, name, process_set, cuda_stream=cuda_stream,
+                           stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
-def broadcast_(tensor, root_rank, name=None, process_set=None):
-    return broadcast_async_(tensor, root_rank, name, process_set).wait()
+def broadcast_(tensor, root_rank, name=None, process_set=None,
+               *, cuda_stream=None, stream_ordered=False, host_path=False):
+    return broadcast_async_(tensor, root_rank, name, process_set, cuda_stream=cuda_stream,
+                            stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
 def _alltoall_result(like):
@@ -195,10 +251,11 @@ def _alltoall_result(like):
     return finish
 
 
-def alltoall_async(tensor, splits=None, name=None, process_set=None, on_done=None):
+def alltoall_async(tensor, splits=None, name=None, process_set=None, on_done=None,
+                   *, cuda_stream=None, stream_ordered=False, host_path=False):
     """Result: (output, received_splits). splits: rows of the first dimension for each rank."""
     _lifecycle.enter()
-    args = _op_args(process_set)
+    args = _op_args(process_set, 1.0, 1.0, cuda_stream, stream_ordered, host_path)
     c_splits = None
     if splits is not None:
         splits = [int(s) for s in splits]
@@ -211,8 +268,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None, on_done=Non
     return handle
 
 
-def alltoall(tensor, splits=None, name=None, process_set=None):
-    return alltoall_async(tensor, splits, name, process_set).wait()
+def alltoall(tensor, splits=None, name=None, process_set=None,
+             *, cuda_stream=None, stream_ordered=False, host_path=False):
+    return alltoall_async(tensor, splits, name, process_set, cuda_stream=cuda_stream,
+                          stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
 def _my_rows(first_dim, process_set):
@@ -221,10 +280,12 @@ def _my_rows(first_dim, process_set):
 
 
 def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                        process_set=None, on_done=None):
+                        process_set=None, on_done=None,
+                        *, cuda_stream=None, stream_ordered=False, host_path=False):
     """This rank's rows of the reduction; the first shape[0] % size ranks get one row more."""
     _lifecycle.enter()
-    args = _op_args(process_set, prescale_factor, postscale_factor)
+    args = _op_args(process_set, prescale_factor, postscale_factor, cuda_stream, stream_ordered,
+                    host_path)
     inp = export(tensor, "tensor")
     try:
         if not inp.shape:
@@ -241,9 +302,10 @@ def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, post
 
 
 def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                  process_set=None):
+                  process_set=None, *, cuda_stream=None, stream_ordered=False, host_path=False):
     return reducescatter_async(tensor, name, op, prescale_factor, postscale_factor,
-                               process_set).wait()
+                               process_set, cuda_stream=cuda_stream,
+                               stream_ordered=stream_ordered, host_path=host_path).wait()
 
 
 def barrier(process_set=None, name=None):
