@@ -97,6 +97,20 @@ fn scaled_allreduce(hvdc: &Hvdc, check: &mut Checker) {
     check.equal("prescale 0.5 postscale 4 sum", data, vec![want; 5]);
 }
 
+// CPU tensors ignore the device options (the C layer applies them to CUDA tensors only): the
+// result is the plain sum, and the op still matches across ranks.
+fn host_path_allreduce(hvdc: &Hvdc, check: &mut Checker) {
+    let size = hvdc.size() as f32;
+    let mut data = vec![hvdc.rank() as f32 + 1.0; 5];
+    let opts = Options::new()
+        .name("host_path")
+        .host_path(true)
+        .stream_ordered(true)
+        .cuda_stream(std::ptr::null_mut());
+    hvdc.allreduce_in_place(&mut data, ReduceOp::Sum, &opts).unwrap();
+    check.equal("host_path sum", data, vec![size * (size + 1.0) / 2.0; 5]);
+}
+
 fn grouped(hvdc: &Hvdc, check: &mut Checker) {
     let (rank, size) = (hvdc.rank(), hvdc.size());
     let lens = [1usize, 7, 300];
@@ -266,6 +280,7 @@ fn main() {
     allreduce_type::<BF16>(&hvdc, &mut check, "bf16");
     allreduce_bool(&hvdc, &mut check);
     scaled_allreduce(&hvdc, &mut check);
+    host_path_allreduce(&hvdc, &mut check);
     grouped(&hvdc, &mut check);
     allgather(&hvdc, &mut check);
     broadcast(&hvdc, &mut check);

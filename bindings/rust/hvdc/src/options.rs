@@ -1,9 +1,10 @@
-//! Per-op settings: the tensor name, the process set and allreduce's scale factors.
+//! Per-op settings: the tensor name, the process set, allreduce's scale factors and, for CUDA
+//! tensors, the stream and flags of `hvd_op_args_t`.
 use crate::error::{Error, Result};
 use crate::process_set::ProcessSet;
 use hvdc_sys as sys;
 use std::ffi::CString;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_void};
 
 /// How allreduce and reducescatter combine values (`HVD_OP_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,7 +29,8 @@ impl ReduceOp {
 }
 
 /// Optional settings of one collective; `Options::new()` is every default: an automatic name
-/// (ranks must then call in the same order), all ranks, scale factors 1.
+/// (ranks must then call in the same order), all ranks, scale factors 1, the default CUDA
+/// stream and no device flags.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options<'a> {
     name: Option<&'a str>,
@@ -36,6 +38,10 @@ pub struct Options<'a> {
     prescale: f64,
     postscale: f64,
     row_len: usize,
+    // The cudaStream_t as an address, so that Options stays Send + Sync like a plain value.
+    cuda_stream: usize,
+    stream_ordered: bool,
+    host_path: bool,
 }
 
 impl Default for Options<'_> {
@@ -52,6 +58,9 @@ impl<'a> Options<'a> {
             prescale: 1.0,
             postscale: 1.0,
             row_len: 1,
+            cuda_stream: 0,
+            stream_ordered: false,
+            host_path: false,
         }
     }
 
@@ -85,6 +94,29 @@ impl<'a> Options<'a> {
     /// slice's length must be a multiple of `len`.
     pub const fn row_len(mut self, len: usize) -> Options<'a> {
         self.row_len = len;
+        self
+    }
+
+    /// CUDA tensors: the `cudaStream_t` the op is ordered after (its input is read once the
+    /// work already queued there is done); null, the default, is the legacy default stream.
+    /// CPU tensors ignore it.
+    pub fn cuda_stream(mut self, stream: *mut c_void) -> Options<'a> {
+        self.cuda_stream = stream as usize;
+        self
+    }
+
+    /// CUDA tensors: later work on the `cuda_stream` sees the result without a host wait
+    /// (`HVD_OP_STREAM_ORDERED`). CPU tensors ignore it.
+    pub const fn stream_ordered(mut self, on: bool) -> Options<'a> {
+        self.stream_ordered = on;
+        self
+    }
+
+    /// CUDA tensors: stage the data through pinned host memory and reduce on the host
+    /// (`HVD_OP_HOST_PATH`, Horovod's `device_dense='/cpu:0'`); every rank must make the same
+    /// choice or the op fails with `ErrorKind::Mismatch`. CPU tensors ignore it.
+    pub const fn host_path(mut self, on: bool) -> Options<'a> {
+        self.host_path = on;
         self
     }
 
@@ -130,7 +162,23 @@ impl<'a> Options<'a> {
         args.process_set = self.process_set;
         args.prescale_factor = self.prescale;
         args.postscale_factor = self.postscale;
+        args.cuda_stream = self.cuda_stream as *mut c_void;
+        args.flags = self.device_flags();
         args
+    }
+
+    fn device_flags(&self) -> u32 {
+        let ordered = if self.stream_ordered {
+            sys::HVD_OP_STREAM_ORDERED
+        } else {
+            0
+        };
+        let host = if self.host_path {
+            sys::HVD_OP_HOST_PATH
+        } else {
+            0
+        };
+        ordered | host
     }
 }
 
@@ -147,4 +195,49 @@ pub(crate) fn c_string(argument: &str, value: &str) -> Result<CString> {
     CString::new(value).map_err(|_| {
         Error::invalid_argument(format!("{} {:?} contains a NUL byte", argument, value))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_reach_the_c_struct_as_the_default_stream_and_no_flags() {
+        let args = Options::new().raw_args();
+        assert!(args.cuda_stream.is_null());
+        assert_eq!(args.flags, 0);
+        assert_eq!(args.process_set, 0);
+        assert_eq!(args.prescale_factor, 1.0);
+    }
+
+    #[test]
+    fn device_options_reach_the_c_struct() {
+        let stream = 0x7f00 as *mut c_void;
+        let args = Options::new()
+            .cuda_stream(stream)
+            .stream_ordered(true)
+            .prescale(0.5)
+            .raw_args();
+        assert_eq!(args.cuda_stream, stream);
+        assert_eq!(args.flags, sys::HVD_OP_STREAM_ORDERED);
+        assert_eq!(args.prescale_factor, 0.5);
+        let both = Options::new()
+            .stream_ordered(true)
+            .host_path(true)
+            .raw_args();
+        assert_eq!(
+            both.flags,
+            sys::HVD_OP_STREAM_ORDERED | sys::HVD_OP_HOST_PATH
+        );
+        let host_only = Options::new().host_path(true).raw_args();
+        assert_eq!(host_only.flags, sys::HVD_OP_HOST_PATH);
+        let cleared = Options::new().host_path(true).host_path(false).raw_args();
+        assert_eq!(cleared.flags, 0);
+    }
+
+    #[test]
+    fn options_with_a_stream_stay_send_and_sync() {
+        fn shareable<T: Send + Sync>(_: &T) {}
+        shareable(&Options::new().cuda_stream(0x10 as *mut c_void));
+    }
 }
