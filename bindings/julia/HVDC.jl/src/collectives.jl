@@ -1,7 +1,12 @@
 # The collectives. Each `*_async` call enqueues the op and returns a Handle holding its arrays;
 # the plain form waits for it. Keywords: `name` (a string, or nothing for an automatic name),
 # `process_set` (a ProcessSet, HVDC.GLOBAL by default) and, for reductions, `op` (Average by
-# default), `prescale_factor` and `postscale_factor`.
+# default), `prescale_factor` and `postscale_factor`. Every op with an array also takes the
+# device keywords of `hvd_op_args_t`, which apply to CUDA arrays and are ignored for host arrays:
+# `cuda_stream` (the cudaStream_t the op is ordered after: nothing for the legacy default stream,
+# a Ptr such as CUDA.jl's `stream().handle`, or an integer address), `stream_ordered` (later work
+# on that stream sees the result without a host wait) and `host_path` (stage through pinned host
+# memory and reduce on the host; every rank must make the same choice).
 
 # Enqueues through `submit(input_ref, name_ptr, args_ref, handle_ref)` with src described and
 # every array and string the call reads preserved, and wraps the id in a Handle.
@@ -26,12 +31,15 @@ result array.
 """
 function allreduce_async!(dst::AbstractArray{T}, src::AbstractArray{T}; op::ReduceOp = Average,
                           name = nothing, process_set::ProcessSet = GLOBAL,
-                          prescale_factor::Real = 1.0, postscale_factor::Real = 1.0) where {T}
+                          prescale_factor::Real = 1.0, postscale_factor::Real = 1.0,
+                          cuda_stream = nothing, stream_ordered::Bool = false,
+                          host_path::Bool = false) where {T}
     check_array(src, "src")
     check_array(dst, "dst")
     Base.size(dst) == Base.size(src) ||
         throw(DimensionMismatch("dst has size $(Base.size(dst)), src has size $(Base.size(src))"))
-    args = op_args(process_set, prescale_factor, postscale_factor)
+    args = op_args(process_set, prescale_factor, postscale_factor; cuda_stream, stream_ordered,
+                   host_path)
     return GC.@preserve dst begin
         out = Ptr{Cvoid}(pointer(dst))
         enqueue("hvd_allreduce_async", src, Any[src, dst], process_set, _ -> dst, name,
@@ -57,14 +65,17 @@ Reduces every array in place, enqueued together behind one handle. With `name`, 
 """
 function grouped_allreduce_async!(arrays::AbstractVector{<:AbstractArray}; op::ReduceOp = Average,
                                   name = nothing, process_set::ProcessSet = GLOBAL,
-                                  prescale_factor::Real = 1.0, postscale_factor::Real = 1.0)
+                                  prescale_factor::Real = 1.0, postscale_factor::Real = 1.0,
+                                  cuda_stream = nothing, stream_ordered::Bool = false,
+                                  host_path::Bool = false)
     for (i, A) in enumerate(arrays)
         check_array(A, "arrays[$i]")
     end
     base = checked_name(name)
     names = base === nothing ? nothing : [string(base, ".", i - 1) for i in 1:length(arrays)]
     shapes = [c_shape(A) for A in arrays]
-    args = op_args(process_set, prescale_factor, postscale_factor)
+    args = op_args(process_set, prescale_factor, postscale_factor; cuda_stream, stream_ordered,
+                   host_path)
     id = Ref{UInt64}(0)
     GC.@preserve arrays names shapes begin
         inputs = [tensor_of(A, s) for (A, s) in zip(arrays, shapes)]
@@ -87,10 +98,11 @@ Concatenates every rank's `A` along the last dimension, in rank order (that dime
 differ per rank; the others must match). `wait` returns a new array.
 """
 function allgather_async(A::AbstractArray{T}; name = nothing,
-                         process_set::ProcessSet = GLOBAL) where {T}
+                         process_set::ProcessSet = GLOBAL, cuda_stream = nothing,
+                         stream_ordered::Bool = false, host_path::Bool = false) where {T}
     check_array(A, "A")
     ndims(A) >= 1 || throw(ArgumentError("A must have at least one dimension to gather along"))
-    args = op_args(process_set, 1.0, 1.0)
+    args = op_args(process_set, 1.0, 1.0; cuda_stream, stream_ordered, host_path)
     return enqueue(L.hvd_allgather_async, "hvd_allgather_async", A, Any[A], process_set,
                    h -> output_array(h, T), name, args)
 end
@@ -104,12 +116,14 @@ Copies rank `root`'s array (a rank of `process_set`) into `A` (or `dst`) on ever
 returns it.
 """
 function broadcast_async!(dst::AbstractArray{T}, src::AbstractArray{T}, root::Integer;
-                          name = nothing, process_set::ProcessSet = GLOBAL) where {T}
+                          name = nothing, process_set::ProcessSet = GLOBAL,
+                          cuda_stream = nothing, stream_ordered::Bool = false,
+                          host_path::Bool = false) where {T}
     check_array(src, "src")
     check_array(dst, "dst")
     Base.size(dst) == Base.size(src) ||
         throw(DimensionMismatch("dst has size $(Base.size(dst)), src has size $(Base.size(src))"))
-    args = op_args(process_set, 1.0, 1.0)
+    args = op_args(process_set, 1.0, 1.0; cuda_stream, stream_ordered, host_path)
     return GC.@preserve dst begin
         out = Ptr{Cvoid}(pointer(dst))
         enqueue("hvd_broadcast_async", src, Any[src, dst], process_set, _ -> dst, name,
@@ -132,7 +146,8 @@ an even split) and receives every rank's slices for this rank. `wait` returns
 `(received, received_splits)`.
 """
 function alltoall_async(A::AbstractArray{T}; splits = nothing, name = nothing,
-                        process_set::ProcessSet = GLOBAL) where {T}
+                        process_set::ProcessSet = GLOBAL, cuda_stream = nothing,
+                        stream_ordered::Bool = false, host_path::Bool = false) where {T}
     check_array(A, "A")
     ndims(A) >= 1 || throw(ArgumentError("A must have at least one dimension to split"))
     csplits = splits === nothing ? nothing : Int32.(collect(splits))
@@ -140,7 +155,7 @@ function alltoall_async(A::AbstractArray{T}; splits = nothing, name = nothing,
         throw(ArgumentError("splits has $(length(csplits)) entries but process set " *
                             "$(process_set.id) has $(nranks(process_set)) ranks"))
     end
-    args = op_args(process_set, 1.0, 1.0)
+    args = op_args(process_set, 1.0, 1.0; cuda_stream, stream_ordered, host_path)
     return GC.@preserve csplits begin
         split_ptr = csplits === nothing ? Ptr{Int32}(C_NULL) : pointer(csplits)
         enqueue("hvd_alltoall_async", A, Any[A], process_set,
@@ -166,12 +181,14 @@ last dimension: the first `size(A)[end] % nranks` ranks get one more. `wait` ret
 """
 function reducescatter_async(A::AbstractArray{T}; op::ReduceOp = Average, name = nothing,
                              process_set::ProcessSet = GLOBAL, prescale_factor::Real = 1.0,
-                             postscale_factor::Real = 1.0) where {T}
+                             postscale_factor::Real = 1.0, cuda_stream = nothing,
+                             stream_ordered::Bool = false, host_path::Bool = false) where {T}
     check_array(A, "A")
     ndims(A) >= 1 || throw(ArgumentError("A must have at least one dimension to scatter"))
     dims = Base.size(A)
     out = Array{T}(undef, (dims[1:end-1]..., reducescatter_rows(dims[end], process_set)))
-    args = op_args(process_set, prescale_factor, postscale_factor)
+    args = op_args(process_set, prescale_factor, postscale_factor; cuda_stream, stream_ordered,
+                   host_path)
     return GC.@preserve out begin
         out_ptr = Ptr{Cvoid}(pointer(out))
         enqueue("hvd_reducescatter_async", A, Any[A, out], process_set, _ -> out, name,

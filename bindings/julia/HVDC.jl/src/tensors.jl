@@ -43,12 +43,29 @@ name_pointer(text::Nothing) = Ptr{UInt8}(C_NULL)
 name_pointer(text::String) = pointer(text)
 
 # hvd_op_args_t with the library's defaults and the given fields. No callbacks: they would run
-# on the engine thread, where Julia code must not run.
-function op_args(set::ProcessSet, prescale_factor::Real, postscale_factor::Real)
+# on the engine thread, where Julia code must not run. cuda_stream, stream_ordered and host_path
+# apply to CUDA arrays (the C layer ignores them for host arrays).
+function op_args(set::ProcessSet, prescale_factor::Real, postscale_factor::Real;
+                 cuda_stream = nothing, stream_ordered::Bool = false, host_path::Bool = false)
     defaults = Ref{L.hvd_op_args_t}()
     check(L.hvd_op_args_init(defaults, sizeof(L.hvd_op_args_t)), "hvd_op_args_init")
     d = defaults[]
+    flags = (stream_ordered ? L.HVD_OP_STREAM_ORDERED : UInt32(0)) |
+            (host_path ? L.HVD_OP_HOST_PATH : UInt32(0))
     return Ref(L.hvd_op_args_t(d.struct_size, set.id, Float64(prescale_factor),
                                Float64(postscale_factor), C_NULL, C_NULL, C_NULL, C_NULL,
-                               C_NULL, UInt32(0)))
+                               stream_pointer(cuda_stream), flags))
 end
+
+# A cudaStream_t from nothing (the legacy default stream), a pointer (e.g. CUDA.jl's
+# `stream().handle`) or an integer address.
+stream_pointer(::Nothing) = C_NULL
+stream_pointer(stream::Ptr) = Ptr{Cvoid}(stream)
+function stream_pointer(stream::Integer)
+    stream >= 0 || throw(ArgumentError("cuda_stream: address $stream is negative"))
+    return Ptr{Cvoid}(UInt(stream))
+end
+stream_pointer(stream) = throw(ArgumentError("cuda_stream: expected nothing, a Ptr or an " *
+                                             "integer address, got a $(typeof(stream))"))
+stream_pointer(::Bool) = throw(ArgumentError("cuda_stream: expected nothing, a Ptr or an " *
+                                             "integer address, got a Bool"))

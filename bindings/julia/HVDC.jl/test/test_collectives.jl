@@ -131,6 +131,32 @@ const r = HVDC.rank()
         @test part == m[:, start+1:start+rows]
     end
 
+    @testset "device options" begin
+        # The keywords reach the C struct; host arrays then ignore them, as the C layer does.
+        plain = HVDC.op_args(HVDC.GLOBAL, 1.0, 1.0)[]
+        @test plain.cuda_stream == C_NULL && plain.flags == 0
+        set = HVDC.op_args(HVDC.GLOBAL, 2.0, 1.0; cuda_stream = 0x7f00, stream_ordered = true,
+                           host_path = true)[]
+        @test set.cuda_stream == Ptr{Cvoid}(UInt(0x7f00))
+        @test set.flags == L.HVD_OP_STREAM_ORDERED | L.HVD_OP_HOST_PATH
+        @test set.prescale_factor == 2.0
+        @test HVDC.op_args(HVDC.GLOBAL, 1.0, 1.0; host_path = true)[].flags == L.HVD_OP_HOST_PATH
+        @test HVDC.op_args(HVDC.GLOBAL, 1.0, 1.0; cuda_stream = Ptr{Cvoid}(16))[].cuda_stream ==
+              Ptr{Cvoid}(16)
+        @test_throws ArgumentError HVDC.op_args(HVDC.GLOBAL, 1.0, 1.0; cuda_stream = -1)
+        @test_throws ArgumentError HVDC.op_args(HVDC.GLOBAL, 1.0, 1.0; cuda_stream = "0x10")
+        @test_throws ArgumentError HVDC.op_args(HVDC.GLOBAL, 1.0, 1.0; cuda_stream = true)
+        x = fill(Float32(r + 1), 5)
+        @test HVDC.allreduce!(x; op = Sum, name = "jl.host_path", host_path = true) === x
+        @test x == fill(Float32(n * (n + 1) / 2), 5)
+        y = fill(Float64(r), 3)
+        h = HVDC.allreduce_async!(y; op = Sum, name = "jl.stream_ordered", cuda_stream = 0,
+                                  stream_ordered = true, host_path = true)
+        @test wait(h) == fill(Float64(n * (n - 1) / 2), 3)
+        @test HVDC.allgather(Int32[r]; name = "jl.host_path.gather", host_path = true) ==
+              Int32.(0:n-1)
+    end
+
     @testset "process sets" begin
         @test HVDC.nranks(HVDC.GLOBAL) == n && HVDC.rank(HVDC.GLOBAL) == r
         if n >= 2
