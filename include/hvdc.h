@@ -384,6 +384,20 @@ HVDC_API int32_t hvd_has_feature(int32_t feature);
  * = 0 and HVD_ERR_UNSUPPORTED with CUDA's text; so too in a build without CUDA. */
 HVDC_API hvd_status_t hvd_device_count(int32_t* count);
 
+/* ---- Shared host memory ------------------------------------------------------------------ */
+/* *out = bytes of zeroed host memory, page-aligned, that the other ranks on this host can map:
+ * a host allreduce whose buffers all come from here reads and reduces the local peers' data in
+ * place (docs/memory.md). Usable like any host buffer, by every collective, before hvd_init and
+ * after hvd_shutdown, until hvd_mem_free. bytes == 0: HVD_ERR_INVALID_ARGUMENT; the system's
+ * refusal: HVD_ERR_OUT_OF_MEMORY or HVD_ERR_SYSTEM with its text. */
+HVDC_API hvd_status_t hvd_mem_alloc(size_t bytes, void** out);
+/* Frees a buffer of hvd_mem_alloc (its start address). NULL does nothing; any other pointer is
+ * HVD_ERR_INVALID_ARGUMENT. Must not be called while an op uses the buffer. */
+HVDC_API hvd_status_t hvd_mem_free(void* ptr);
+/* *bytes = the size asked for when ptr (anywhere inside the buffer) was allocated, and *base
+ * (if not NULL) its start; HVD_ERR_INVALID_ARGUMENT if ptr is in no hvd_mem_alloc buffer. */
+HVDC_API hvd_status_t hvd_mem_size(const void* ptr, void** base, size_t* bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,40 @@
+// Read-only mappings of other local processes' shared regions (shared_regions.h), opened
+// through /proc/<pid>/fd/<fd> and kept by (pid, region id), so that a buffer used op after op is
+// mapped once. Engine thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "memory/shared_regions.h"
+
+namespace hvdc::memory {
+
+class PeerRegions {
+ public:
+  PeerRegions() = default;
+  PeerRegions(const PeerRegions&) = delete;
+  PeerRegions& operator=(const PeerRegions&) = delete;
+  ~PeerRegions();
+
+  // *base = where process pid's region `ref` is mapped here (ref.offset not added). A failure
+  // (the process is gone, /proc access refused) names the pid, the fd and the system's text.
+  Status map(pid_t pid, const RegionRef& ref, const char** base);
+  // Unmaps what no op used since the last call, once more than `limit` regions are mapped:
+  // regions a peer freed stay mapped until then.
+  void trim(size_t limit);
+  size_t mapped_count() const { return maps_.size(); }
+
+ private:
+  struct Mapping {
+    const char* base;
+    size_t bytes;
+    bool used;
+  };
+  std::map<std::pair<pid_t, uint64_t>, Mapping> maps_;
+};
+
+}  // namespace hvdc::memory
