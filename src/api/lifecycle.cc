@@ -26,6 +26,8 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.small_allreduce_bytes =
       static_cast<size_t>(settings.get_int("HVDC_SMALL_ALLREDUCE_BYTES"));
   config.segment_bytes = static_cast<size_t>(settings.get_int("HVDC_SEGMENT_BYTES"));
+  config.local_min_bytes = static_cast<size_t>(settings.get_int("HVDC_LOCAL_MIN_BYTES"));
+  config.peer_reads = settings.get_int("HVDC_PEER_READS") != 0;
   config.fusion_threshold = static_cast<size_t>(settings.get_int("HVDC_FUSION_THRESHOLD"));
   config.cache_capacity = static_cast<size_t>(settings.get_int("HVDC_CACHE_CAPACITY"));
   config.deterministic = settings.get_int("HVDC_DETERMINISTIC") != 0;

@@ -49,6 +49,8 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
   options.small_allreduce_bytes = config.small_allreduce_bytes;
   options.segment_bytes = config.segment_bytes;
   options.deterministic = config.deterministic;
+  options.local_min_bytes = config.local_min_bytes;
+  options.peer_reads = config.peer_reads;
   // CUDA tensors: the plugin's runtime, loaded on the first one (tests inject their own).
   ops::DeviceRuntimeProvider device_runtime = config.device_runtime;
   if (!device_runtime)
@@ -191,6 +193,7 @@ void Engine::start_collaborators() {
   };
   stage.peer_shutdown_reached = [this] { return termination_->finish_peer_shutdown(); };
   stage.terminated = &termination_->status();
+  stage.same_host = &topology_.same_host;
   stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
 }
 

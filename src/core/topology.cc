@@ -15,6 +15,7 @@ Topology compute_topology(int rank, const std::vector<std::string>& hosts) {
   t.cross_rank = 0;
   t.cross_size = 0;
   for (size_t r = 0; r < hosts.size(); ++r) {
+    t.same_host.push_back(hosts[r] == hosts[rank]);
     if (hosts[r] == hosts[rank]) ++t.local_size;
     if (local_rank_of[r] == t.local_rank) {
       if (static_cast<int>(r) < rank) ++t.cross_rank;

@@ -11,6 +11,7 @@ struct Topology {
   int rank = -1, size = -1;
   int local_rank = -1, local_size = -1;
   int cross_rank = -1, cross_size = -1;
+  std::vector<bool> same_host;  // per rank: on this rank's host
 };
 
 Topology compute_topology(int rank, const std::vector<std::string>& hosts);

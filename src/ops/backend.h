@@ -61,6 +61,7 @@ struct Group {
   std::vector<int> members;                   // global rank of each member
   int index = 0;                              // this rank's position in members
   uint32_t context = 0;                       // the process set's tag context
+  bool same_host = false;                     // every member runs on this rank's host
   uint64_t seq = 0;                           // the op's number in its set, the same everywhere
   // Called while waiting for peers; a non-ok status (the engine's work ended) stops the op.
   transport::Interrupt interrupt;
@@ -98,6 +99,8 @@ struct BackendOptions {
   size_t small_allreduce_bytes = 64 << 10;  // host allreduce: direct up to this size
   size_t segment_bytes = 256 << 10;         // host pipelines: bytes per segment
   bool deterministic = false;               // reduce in member order whatever the sizes
+  size_t local_min_bytes = 256 << 10;       // host allreduce on one host: in place from this size
+  bool peer_reads = true;                   // this rank may read local peers' memory
 };
 
 class Backend {

@@ -77,6 +77,10 @@ ops::Group ExecutionStage::group_of(const SetState& set) {
   group.context = set.info.context;
   group.seq = set.op_seq;
   group.interrupt = ctx_.interrupt;
+  group.same_host = ctx_.same_host != nullptr;
+  for (int rank : group.members) {
+    group.same_host = group.same_host && (*ctx_.same_host)[rank];
+  }
   return group;
 }
 

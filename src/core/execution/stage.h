@@ -36,7 +36,8 @@ struct StageContext {
   transport::Interrupt interrupt;
   // True once a peer that shut down has nothing more to run with this rank (its work ends).
   std::function<bool()> peer_shutdown_reached;
-  const Status* terminated = nullptr;  // non-ok once the engine's work ended
+  const Status* terminated = nullptr;            // non-ok once the engine's work ended
+  const std::vector<bool>* same_host = nullptr;  // per rank: on this rank's host
 };
 
 class ExecutionStage {

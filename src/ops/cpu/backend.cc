@@ -19,6 +19,11 @@ size_t element_count(const std::vector<int64_t>& shape, size_t from) {
   return n;
 }
 
+CpuBackend::CpuBackend(const BackendOptions& options) : options_(options) {
+  local_.min_bytes = options.local_min_bytes;
+  local_.reads_allowed = options.peer_reads;
+}
+
 Status CpuBackend::start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) {
   pending->reset();  // host collectives finish here
   switch (op.type) {
@@ -56,6 +61,7 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
   comm.deterministic = options_.deterministic;
   comm.segment_bytes = options_.segment_bytes;
   comm.small_bytes = options_.small_allreduce_bytes;
+  if (op.group.same_host) comm.local = &local_;
   return comm;
 }
 

@@ -8,12 +8,13 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/comm.h"
+#include "ops/cpu/local/local_access.h"
 
 namespace hvdc::ops::cpu {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(const BackendOptions& options) : options_(options) {}
+  explicit CpuBackend(const BackendOptions& options);
   Status start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) override;
 
  private:
@@ -31,6 +32,7 @@ class CpuBackend : public Backend {
   std::vector<char> staging_;
   std::vector<char> reduce_work_;              // reducescatter's accumulation copy
   std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
+  local::LocalAccess local_;                   // the in-place path among ranks of this host
 };
 
 // The members, transport and tags of `group`, without scratch areas or tuning.

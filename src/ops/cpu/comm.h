@@ -13,6 +13,9 @@
 #include "transport/transport.h"
 
 namespace hvdc::ops::cpu {
+namespace local {
+struct LocalAccess;
+}
 
 using common::Status;
 
@@ -24,6 +27,8 @@ struct Comm {
   uint64_t seq = 0;
   transport::Interrupt interrupt;
   std::vector<char>* scratch = nullptr;
+  // Set when every member runs on this host: the in-place path's state (local/local_access.h).
+  local::LocalAccess* local = nullptr;
   std::vector<char>* staging = nullptr;  // packed segments; a per-op buffer when null
   size_t segment_bytes = 256 << 10;
   size_t small_bytes = 64 << 10;

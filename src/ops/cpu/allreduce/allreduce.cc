@@ -2,6 +2,7 @@
 
 #include "common/dtype.h"
 #include "ops/cpu/integer_average.h"
+#include "ops/cpu/local/local_access.h"
 
 namespace hvdc::ops::cpu {
 
@@ -11,6 +12,11 @@ Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
   if (comm.size() == 1 || bytes == 0) {
     finish_reduction(buf, 0, bytes, spec);
     return Status::ok();
+  }
+  if (comm.local != nullptr && bytes >= comm.local->min_bytes) {
+    bool ran = false;
+    Status st = allreduce_in_place_local(comm, buf, spec, &ran);
+    if (ran || !st.is_ok()) return st;
   }
   const size_t count = bytes / common::dtype_size(spec.dtype);
   // The ring needs at least one element per member to be worth its 2(n-1) steps.

@@ -7,7 +7,8 @@
 
 namespace hvdc::ops::cpu {
 
-// Picks the algorithm by size: direct up to comm.small_bytes; above it the ring, or with
+// Picks the algorithm by size: direct up to comm.small_bytes; from comm.local->min_bytes on, among
+// ranks of one host, in place; otherwise above small_bytes the ring, or with
 // comm.deterministic the member-ordered reduce-scatter. An integer average runs the chosen
 // algorithm over wide lanes (integer_average.h), so that it is exact.
 Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
@@ -19,6 +20,12 @@ Status allreduce_ring(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 // Member-ordered: member m collects chunk m from everyone and reduces ((x0 op x1) op x2) ...,
 // segment by segment, then the chunks go round the ring. Results depend only on the member count.
 Status allreduce_ordered(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
+
+// Among ranks of one host (comm.local set): reads the peers' buffers in place (local/peer_view.h)
+// and reduces chunk m on member m. *ran is false, and nothing happened, when the members may not
+// read each other's memory (agreed on by all; logged once): the caller runs another algorithm.
+// Results depend only on the member count, as with allreduce_ordered.
+Status allreduce_in_place_local(Comm& comm, const Pieces& buf, const ReduceSpec& spec, bool* ran);
 
 // Low latency for small messages: every member sends its data to every other, and each member
 // reduces all contributions in member order (so all results agree bit for bit).

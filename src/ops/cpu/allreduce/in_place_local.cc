@@ -1,0 +1,192 @@
+// The allreduce among ranks of one host that reads the peers' buffers in place: member m reduces
+// chunk m from every member's buffer (mapped, or read through the kernel a segment at a time),
+// then every member copies the other finished chunks out of their owners' buffers. Only tiny
+// messages cross the transport: the buffer descriptions and two "done" notices.
+#include <cstring>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/log.h"
+#include "ops/cpu/allreduce/allreduce.h"
+#include "ops/cpu/allreduce/phases.h"
+#include "ops/cpu/local/local_access.h"
+#include "ops/cpu/local/peer_view.h"
+#include "ops/cpu/reduce/reduce.h"
+
+namespace hvdc::ops::cpu {
+namespace {
+
+using common::make_error;
+using local::LocalAccess;
+using local::PeerView;
+using local::SetAccess;
+using local::Verdict;
+
+// Steps far above the ring's (2(n - 1)), so that a fallback in the same op never shares a tag.
+constexpr int kStepDescribe = 0x4000;
+constexpr int kStepAgree = 0x4001;
+constexpr int kStepReduced = 0x4002;
+constexpr int kStepCopied = 0x4003;
+// Peers' regions stay mapped between ops, up to this many.
+constexpr size_t kMappedRegions = 256;
+
+// Sends `bytes` of `mine` to every other member and receives theirs: member m's at
+// all + m * bytes (this member's own slot is a copy of mine).
+Status exchange_all(Comm& comm, int step, const char* mine, size_t bytes, std::vector<char>* all) {
+  const int n = comm.size();
+  all->resize(bytes * n);
+  std::memcpy(all->data() + comm.index * bytes, mine, bytes);
+  std::vector<transport::Request> reqs(2 * (n - 1));
+  size_t r = 0;
+  for (int m = 0; m < n; ++m) {
+    if (m == comm.index) continue;
+    HVDC_RETURN_IF_ERROR(comm.transport->irecv(comm.members[m], comm.tag(m, step),
+                                               all->data() + m * bytes, bytes, &reqs[r++]));
+    HVDC_RETURN_IF_ERROR(comm.transport->isend(comm.members[m], comm.tag(comm.index, step), mine,
+                                               bytes, &reqs[r++]));
+  }
+  return comm.transport->wait(reqs.data(), r, comm.interrupt);
+}
+
+// Tells every member whether this one succeeded and hears from them. Returns the transport's
+// failures; *agreed is ok only if every member succeeded, else this member's own failure or one
+// naming the first member that failed.
+Status share_outcome(Comm& comm, int step, const Status& mine, const char* what, Status* agreed) {
+  const char ok = mine.is_ok() ? 1 : 0;
+  std::vector<char> all;
+  HVDC_RETURN_IF_ERROR(exchange_all(comm, step, &ok, 1, &all));
+  *agreed = mine;
+  for (int m = 0; m < comm.size() && agreed->is_ok(); ++m) {
+    if (all[m] == 0) {
+      *agreed = make_error(HVD_ERR_SYSTEM, "rank %d could not %s", comm.members[m], what);
+    }
+  }
+  return Status::ok();
+}
+
+// Exchanges buffer descriptions and opens a view of each peer's buffer. A view that cannot be
+// opened goes to *access (the peers must still hear of it); only transport failures return.
+Status open_peers(Comm& comm, const Pieces& buf, LocalAccess& access, std::vector<PeerView>* views,
+                  bool* needs_cma, Status* opened) {
+  const std::string mine = local::encode(local::describe(buf));
+  std::vector<char> all;
+  HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
+  access.regions.trim(kMappedRegions);
+  views->assign(comm.size(), PeerView());
+  *needs_cma = false;
+  *opened = Status::ok();
+  for (int m = 0; m < comm.size(); ++m) {
+    local::BufferDesc desc;
+    Status st = local::decode(all.data() + m * mine.size(), mine.size(), buf, &desc);
+    *needs_cma = *needs_cma || !desc.all_in_regions();
+    if (m == comm.index) continue;
+    if (st.is_ok()) st = (*views)[m].open(desc, access.regions);
+    if (opened->is_ok() && !st.is_ok()) *opened = st;
+  }
+  return Status::ok();
+}
+
+void log_fallback(LocalAccess& access, const Status& why) {
+  if (access.fallback_logged) return;
+  access.fallback_logged = true;
+  HVDC_LOG_WARNING(
+      "allreduces among the ranks of this host move through the transport instead of reading "
+      "each other's memory in place: %s",
+      why.message().c_str());
+}
+
+// The first op of a member set with a kind of access (kernel reads or mappings) tries it and
+// the members agree; the verdict holds for the set's later ops.
+Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector<PeerView>& views,
+              Status opened, bool* use) {
+  SetAccess& set = access.sets[comm.members];
+  Verdict& verdict = needs_cma ? set.cma : set.mapping;
+  *use = verdict == Verdict::kAllowed;
+  if (verdict != Verdict::kUnknown) return Status::ok();
+  for (int m = 0; m < comm.size() && opened.is_ok() && needs_cma; ++m) {
+    if (m != comm.index) opened = views[m].probe_cma();
+  }
+  if (opened.is_ok() && !access.reads_allowed) {
+    opened = Status(HVD_ERR_UNSUPPORTED, "HVDC_PEER_READS=0 forbids it");
+  }
+  Status agreed;
+  HVDC_RETURN_IF_ERROR(
+      share_outcome(comm, kStepAgree, opened, "read its local peers' memory", &agreed));
+  verdict = agreed.is_ok() ? Verdict::kAllowed : Verdict::kRefused;
+  if (!agreed.is_ok()) log_fallback(access, agreed);
+  *use = agreed.is_ok();
+  return Status::ok();
+}
+
+// Reduces this member's chunk over every member, in member order, and finishes it (average,
+// postscale) in place.
+Status reduce_own_chunk(Comm& comm, const Pieces& buf, const Chunks& ch,
+                        const std::vector<PeerView>& views, const ReduceSpec& spec) {
+  const int n = comm.size();
+  const int me = comm.index;
+  const SegmentLimits limits = reduce_limits(comm, ch.esize);
+  std::vector<Segment> segs = split_segments(buf, ch.offset(me), ch.bytes(me), limits);
+  place_staged(segs, comm.staging_bytes(staged_bytes(segs)));
+  std::vector<char>& bounce = comm.local->bounce;
+  if (bounce.size() < n * limits.max_staged) bounce.resize(n * limits.max_staged);
+  std::vector<const char*> src(n);
+  for (const Segment& s : segs) {
+    if (s.staged) buf.gather(s.offset, s.bytes, s.addr);
+    for (int m = 0; m < n; ++m) {
+      char* slot = bounce.data() + m * limits.max_staged;
+      src[m] = m == me ? s.addr : views[m].mapped(s.offset, s.bytes);
+      // The sum runs into this member's segment: from member 2 on, its own data must be kept.
+      if (m == me && me >= 2) src[m] = static_cast<const char*>(std::memcpy(slot, s.addr, s.bytes));
+      if (src[m] != nullptr) continue;
+      HVDC_RETURN_IF_ERROR(views[m].read(s.offset, s.bytes, slot));
+      src[m] = slot;
+    }
+    const size_t count = s.bytes / ch.esize;
+    reduce(s.addr, src[0], src[1], count, spec.dtype, spec.op);
+    for (int m = 2; m < n; ++m) reduce(s.addr, s.addr, src[m], count, spec.dtype, spec.op);
+    finish_reduction(s.addr, count, spec);
+    if (s.staged) buf.scatter(s.offset, s.bytes, s.addr);
+  }
+  return Status::ok();
+}
+
+Status copy_other_chunks(Comm& comm, const Pieces& buf, const Chunks& ch,
+                         const std::vector<PeerView>& views) {
+  for (int m = 0; m < comm.size(); ++m) {
+    if (m != comm.index) HVDC_RETURN_IF_ERROR(views[m].read_into(buf, ch.offset(m), ch.bytes(m)));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status allreduce_in_place_local(Comm& comm, const Pieces& buf, const ReduceSpec& spec, bool* ran) {
+  *ran = false;
+  LocalAccess& access = *comm.local;
+  auto known = access.sets.find(comm.members);
+  if (known != access.sets.end() && known->second.cma == Verdict::kRefused &&
+      known->second.mapping == Verdict::kRefused) {
+    return Status::ok();
+  }
+  std::vector<PeerView> views;
+  bool needs_cma = false;
+  Status opened;
+  HVDC_RETURN_IF_ERROR(open_peers(comm, buf, access, &views, &needs_cma, &opened));
+  bool use = false;
+  HVDC_RETURN_IF_ERROR(decide(comm, access, needs_cma, views, opened, &use));
+  if (!use) return Status::ok();
+  *ran = true;
+  const Chunks ch = make_chunks(buf, comm.size(), common::dtype_size(spec.dtype));
+  Status st = opened.is_ok() ? reduce_own_chunk(comm, buf, ch, views, spec) : opened;
+  // Every member's chunk must be finished before anyone copies it, and stay unchanged until
+  // every member copied it.
+  Status agreed;
+  HVDC_RETURN_IF_ERROR(share_outcome(comm, kStepReduced, st, "reduce its part in place", &agreed));
+  HVDC_RETURN_IF_ERROR(agreed);
+  st = copy_other_chunks(comm, buf, ch, views);
+  HVDC_RETURN_IF_ERROR(
+      share_outcome(comm, kStepCopied, st, "copy the reduced parts of its peers", &agreed));
+  return agreed;
+}
+
+}  // namespace hvdc::ops::cpu

@@ -1,0 +1,103 @@
+#include "ops/cpu/local/buffer_desc.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+namespace hvdc::ops::cpu::local {
+namespace {
+
+using common::make_error;
+
+constexpr uint32_t kMagic = 0x68764c42;  // "hvLB"
+constexpr size_t kHeaderBytes = 16;
+constexpr size_t kPieceBytes = 48;
+
+template <typename T>
+void put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <typename T>
+T get(const char*& p) {
+  T value;
+  std::memcpy(&value, p, sizeof value);
+  p += sizeof value;
+  return value;
+}
+
+}  // namespace
+
+bool BufferDesc::all_in_regions() const {
+  for (const PieceDesc& p : pieces) {
+    if (p.region.id == 0) return false;
+  }
+  return true;
+}
+
+BufferDesc describe(const Pieces& buf) {
+  BufferDesc desc;
+  desc.pid = getpid();
+  desc.pieces.resize(buf.count());
+  for (size_t i = 0; i < buf.count(); ++i) {
+    const Piece& piece = buf.piece(i);
+    PieceDesc& d = desc.pieces[i];
+    d.addr = reinterpret_cast<uintptr_t>(piece.data);
+    d.bytes = piece.bytes;
+    if (!memory::locate_in_region(piece.data, piece.bytes, &d.region)) d.region = {};
+  }
+  return desc;
+}
+
+size_t encoded_size(size_t pieces) {
+  return kHeaderBytes + pieces * kPieceBytes;
+}
+
+std::string encode(const BufferDesc& desc) {
+  std::string out;
+  out.reserve(encoded_size(desc.pieces.size()));
+  put<uint32_t>(&out, kMagic);
+  put<int32_t>(&out, desc.pid);
+  put<uint64_t>(&out, desc.pieces.size());
+  for (const PieceDesc& p : desc.pieces) {
+    put<uint64_t>(&out, p.addr);
+    put<uint64_t>(&out, p.bytes);
+    put<uint64_t>(&out, p.region.id);
+    put<uint64_t>(&out, p.region.offset);
+    put<uint64_t>(&out, p.region.mapped_bytes);
+    put<int64_t>(&out, p.region.fd);
+  }
+  return out;
+}
+
+Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* out) {
+  if (bytes != encoded_size(mine.count())) {
+    return make_error(HVD_ERR_INTERNAL, "a peer's buffer description has %zu bytes, not %zu", bytes,
+                      encoded_size(mine.count()));
+  }
+  const char* p = data;
+  if (get<uint32_t>(p) != kMagic) {
+    return make_error(HVD_ERR_INTERNAL, "a peer's buffer description is corrupt");
+  }
+  out->pid = get<int32_t>(p);
+  if (get<uint64_t>(p) != mine.count()) {
+    return make_error(HVD_ERR_INTERNAL, "a peer's buffer has another piece count");
+  }
+  out->pieces.resize(mine.count());
+  for (size_t i = 0; i < mine.count(); ++i) {
+    PieceDesc& d = out->pieces[i];
+    d.addr = get<uint64_t>(p);
+    d.bytes = get<uint64_t>(p);
+    d.region.id = get<uint64_t>(p);
+    d.region.offset = get<uint64_t>(p);
+    d.region.mapped_bytes = get<uint64_t>(p);
+    d.region.fd = static_cast<int32_t>(get<int64_t>(p));
+    if (d.bytes != mine.piece(i).bytes) {
+      return make_error(HVD_ERR_INTERNAL, "piece %zu of a peer's buffer has %llu bytes, not %zu", i,
+                        static_cast<unsigned long long>(d.bytes), mine.piece(i).bytes);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace hvdc::ops::cpu::local

@@ -1,0 +1,41 @@
+// What a member tells the other members on its host about its buffer for one op: its pid and
+// where each piece lies, and for a piece inside an hvd_mem_alloc region, the region, so that
+// they map it instead of reading through the kernel. Fixed-size records: every member's view
+// has the same pieces (the agreed tensors), so every description has the same length.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "memory/shared_regions.h"
+#include "ops/cpu/pieces.h"
+
+namespace hvdc::ops::cpu::local {
+
+using common::Status;
+
+struct PieceDesc {
+  uint64_t addr = 0;
+  uint64_t bytes = 0;
+  memory::RegionRef region;  // region.id == 0: not in a shared region
+};
+
+struct BufferDesc {
+  pid_t pid = 0;
+  std::vector<PieceDesc> pieces;
+
+  bool all_in_regions() const;
+};
+
+BufferDesc describe(const Pieces& buf);
+// The encoded length of a description of `pieces` pieces.
+size_t encoded_size(size_t pieces);
+std::string encode(const BufferDesc& desc);
+// Checks the record against the layout of `mine` (the same piece sizes in the same order).
+Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* out);
+
+}  // namespace hvdc::ops::cpu::local

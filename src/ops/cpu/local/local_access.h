@@ -1,0 +1,32 @@
+// What the in-place path between ranks of one host keeps from op to op: the peers' mapped
+// regions, which member sets found that they may read each other's memory (and how), and the
+// switches. One per host backend; engine thread only.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <vector>
+
+#include "memory/peer_regions.h"
+
+namespace hvdc::ops::cpu::local {
+
+enum class Verdict { kUnknown, kAllowed, kRefused };
+
+struct SetAccess {
+  Verdict cma = Verdict::kUnknown;      // process_vm_readv of user buffers
+  Verdict mapping = Verdict::kUnknown;  // mapping hvd_mem_alloc regions
+};
+
+struct LocalAccess {
+  // HVDC_PEER_READS=0 makes this rank refuse: every set it is in falls back to the transport.
+  bool reads_allowed = true;
+  // Allreduces from this size on read local peers in place (HVDC_LOCAL_MIN_BYTES).
+  size_t min_bytes = 256 << 10;
+  memory::PeerRegions regions;
+  std::map<std::vector<int>, SetAccess> sets;  // by member ranks
+  bool fallback_logged = false;
+  std::vector<char> bounce;  // a segment per member, for reads through the kernel
+};
+
+}  // namespace hvdc::ops::cpu::local
