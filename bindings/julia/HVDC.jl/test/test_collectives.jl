@@ -200,8 +200,8 @@ const r = HVDC.rank()
         @test all(dst .== (n - 1) / 2) && all(src .== r)
         b = HVDC.shared_array(Int64, 4)
         b .= 10r .+ (0:3)
-        HVDC.broadcast!(b, 1; name = "jl.shm.bcast")
-        @test b == [10, 11, 12, 13]
+        HVDC.broadcast!(b, n - 1; name = "jl.shm.bcast")
+        @test b == 10(n - 1) .+ (0:3)
         rows = HVDC.shared_array(Int32, 2, r + 1)
         rows .= r
         @test HVDC.allgather(rows; name = "jl.shm.gather") ==
