@@ -42,6 +42,8 @@ void check_errors() {
   EXPECT_ERROR(HVD_ERR_INVALID_ARGUMENT, "bytes is 0", hvdc::mem_alloc(0));
   EXPECT_ERROR(HVD_ERR_INVALID_ARGUMENT, "more bytes than size_t",
                hvdc::SharedBuffer<double>(SIZE_MAX / 4));
+  // More than any address space holds: the system refuses it.
+  EXPECT_ERROR(HVD_ERR_OUT_OF_MEMORY, "bytes", hvdc::mem_alloc(std::size_t{1} << 60));
   int on_stack = 0;
   EXPECT_ERROR(HVD_ERR_INVALID_ARGUMENT, "not the start of a buffer", hvdc::mem_free(&on_stack));
   EXPECT_ERROR(HVD_ERR_INVALID_ARGUMENT, "in no buffer of hvd_mem_alloc",

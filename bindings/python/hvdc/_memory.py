@@ -10,6 +10,8 @@ import operator
 
 from . import _errors, _ffi, _tensors
 
+_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
+
 
 class SharedBuffer:
     """`nbytes` of zeroed, page-aligned shared host memory (from mem_alloc). `address` is its
@@ -22,6 +24,8 @@ class SharedBuffer:
             raise TypeError(f"nbytes: expected an int, got {type(nbytes).__name__}") from None
         if nbytes < 0:
             raise ValueError(f"nbytes: {nbytes} is negative")
+        if nbytes > _SIZE_MAX:  # ctypes would wrap it around silently
+            raise ValueError(f"nbytes: {nbytes} is more than a size_t holds")
         address = ctypes.c_void_p()
         _errors.call("hvd_mem_alloc", nbytes, ctypes.byref(address))
         self.address = address.value

@@ -84,6 +84,10 @@ def test_bad_input_is_a_clear_error():
         hvdc.shared_zeros((0, 4))
     with pytest.raises(ValueError, match="nbytes: -1 is negative"):
         hvdc.mem_alloc(-1)
+    with pytest.raises(ValueError, match=f"nbytes: {1 << 64} is more than a size_t holds"):
+        hvdc.mem_alloc(1 << 64)
+    with pytest.raises(hvdc.HvdcOutOfMemoryError, match="bytes"):  # beyond any address space
+        hvdc.mem_alloc(1 << 60)
     with pytest.raises(TypeError, match="nbytes: expected an int"):
         hvdc.mem_alloc(2.5)
     with pytest.raises(ValueError, match="dimension -2 is negative"):

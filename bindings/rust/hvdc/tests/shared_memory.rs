@@ -56,6 +56,9 @@ fn bad_input_is_a_clear_error() {
     assert!(err.message().contains("bytes is 0"), "{}", err);
     let err = SharedVec::<i64>::zeroed(usize::MAX / 4).unwrap_err();
     assert!(err.message().contains("more bytes than usize"), "{}", err);
+    // More than any address space holds: the system refuses it.
+    let err = SharedVec::<u8>::zeroed(1 << 60).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{}", err);
     let on_stack = [0u8; 4];
     let err = mem_region(on_stack.as_ptr()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
