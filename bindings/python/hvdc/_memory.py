@@ -7,6 +7,7 @@ memory goes when the last view does. None of this needs init: buffers outlive sh
 """
 import ctypes
 import operator
+import weakref
 
 from . import _errors, _ffi, _tensors
 
@@ -30,6 +31,9 @@ class SharedBuffer:
         _errors.call("hvd_mem_alloc", nbytes, ctypes.byref(address))
         self.address = address.value
         self.nbytes = nbytes
+        # id -> weak reference, one per live ctypes array that views of the buffer hold (ctypes
+        # arrays cannot be hashed, so no WeakSet).
+        self._views = {}
         # Bound now: at interpreter exit the module's globals may be gone before __del__ runs.
         self._free = _ffi.lib.hvd_mem_free
 
@@ -39,6 +43,9 @@ class SharedBuffer:
             raise ValueError("SharedBuffer: the buffer was freed")
         raw = (ctypes.c_char * self.nbytes).from_address(self.address)
         raw.owner = self
+        views = self._views  # the callback must not hold self: raw already does
+        ref = weakref.ref(raw, lambda gone: views.pop(id(gone), None))
+        views[id(ref)] = ref
         return raw
 
     def memoryview(self):
@@ -46,10 +53,15 @@ class SharedBuffer:
         return memoryview(self._raw()).cast("B")
 
     def free(self):
-        """Frees now. Views made earlier must not be used afterwards; prefer dropping them."""
+        """Frees now; a second call does nothing. While a view of the buffer is alive (an array
+        or memoryview not yet collected or released), raises BufferError and frees nothing."""
+        if self.address is None:
+            return
+        if len(self._views):
+            raise BufferError(f"SharedBuffer.free: {len(self._views)} views of the buffer are "
+                              "still alive; drop or release them first")
         address, self.address = self.address, None
-        if address is not None:
-            _errors.check(self._free(address))
+        _errors.check(self._free(address))
 
     def __del__(self):
         address, self.address = getattr(self, "address", None), None

@@ -65,6 +65,13 @@ def test_memory_is_freed_with_the_last_view():
 def test_explicit_free_and_collected_buffers():
     buffer = hvdc.mem_alloc(64)
     start = buffer.address
+    view = buffer.memoryview()
+    with pytest.raises(BufferError, match="1 views of the buffer are still alive"):
+        buffer.free()
+    assert is_allocated(start)
+    view.release()
+    with buffer.memoryview() as scoped:
+        scoped[0] = 1
     buffer.free()
     buffer.free()  # a second free does nothing
     assert not is_allocated(start)
