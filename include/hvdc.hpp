@@ -14,6 +14,8 @@
  *   types of hvdc::DTypeOf (hvdc/cxx/core.hpp). Float16, bfloat16 and a one-byte bool come as
  *   hvdc::Float16, hvdc::BFloat16 and hvdc::Bool (std::vector<bool> is packed bits). They
  *   describe the data as a one-dimensional tensor; use hvdc::Tensor for other shapes.
+ * - hvdc::SharedBuffer<T> (hvdc/cxx/memory.hpp) owns host memory of hvd_mem_alloc, which the
+ *   local ranks map: collectives on it reduce the peers' data in place. It outlives shutdown.
  * - Options::name names the tensor across ranks; empty means an automatic name, valid only when
  *   every rank calls in the same order.
  *
@@ -27,6 +29,7 @@
 
 #include "hvdc/cxx/collectives.hpp"
 #include "hvdc/cxx/core.hpp"
+#include "hvdc/cxx/memory.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -318,6 +318,7 @@ int main(void) {
   EXPECT_OK(hvd_init());
   test_gather_broadcast_barrier();
   EXPECT_OK(hvd_shutdown());
+  test_shared_memory();
   test_abort();
 
   printf("abi c_consumer: %d passed, %d failed\n", g_passed, g_failed);

@@ -37,5 +37,8 @@ void test_fork(void);                 /* c_consumer_handles.c, after hvd_init */
 /* c_consumer_ops.c: the collectives beyond allreduce, hvd_handle_output, process sets,
  * statistics and the timeline (hvd_init must have succeeded). */
 void test_gather_broadcast_barrier(void);
+/* c_consumer_memory.c: shared host memory before hvd_init, with an engine and after
+ * hvd_shutdown (it calls both itself). */
+void test_shared_memory(void);
 
 #endif

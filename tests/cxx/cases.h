@@ -2,6 +2,9 @@
 #ifndef HVDC_TESTS_CXX_CASES_H_
 #define HVDC_TESTS_CXX_CASES_H_
 
+#include <hvdc.hpp>
+
+#include <cstdint>
 #include <string>
 
 namespace cxx_test {
@@ -20,6 +23,9 @@ void test_errors();
 void test_dlpack();
 void test_diagnostics(const std::string& timeline_path);
 void test_abort();
+// survivor: a 16-element buffer made before init.
+void test_shared_memory(hvdc::SharedBuffer<int32_t>& survivor);
+void test_shared_after_shutdown(hvdc::SharedBuffer<int32_t>& survivor, int size);
 
 }  // namespace cxx_test
 

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   }
   const std::string timeline_path = argv[1];
   try {
+    hvdc::SharedBuffer<int32_t> survivor(16);  // shared memory needs no engine
     hvdc::Config config;
     config.set(hvdc::ConfigKey::CacheCapacity, 64).set(hvdc::ConfigKey::LogLevel, 3);
     hvdc::Session session(config);
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     run_case("process_sets", cxx_test::test_process_sets);
     run_case("errors", cxx_test::test_errors);
     run_case("dlpack", cxx_test::test_dlpack);
+    run_case("shared_memory", [&] { cxx_test::test_shared_memory(survivor); });
     run_case("diagnostics", [&] { cxx_test::test_diagnostics(timeline_path); });
     run_case("barrier_and_join", cxx_test::test_barrier_and_join);
     run_case("abort", cxx_test::test_abort);
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
       EXPECT(!hvdc::is_initialized());
       EXPECT_EQ(hvdc::rank(), -1);
     });
+    run_case("shared_after_shutdown",
+             [&] { cxx_test::test_shared_after_shutdown(survivor, size); });
     std::printf("cxx: rank %d of %d: %d failures\n", rank, size, cxx_test::failures());
   } catch (const hvdc::Error& e) {
     std::fprintf(stderr, "cxx: %s\n", e.what());

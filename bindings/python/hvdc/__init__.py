@@ -20,6 +20,7 @@ from ._errors import ERROR_NAMES as _ERROR_NAMES
 from ._extras import (abort, broadcast_object, broadcast_parameters, device_count, dump_pending,
                       start_timeline, stats, stop_timeline)
 from ._handles import Handle
+from ._memory import SharedBuffer, mem_alloc, mem_size, shared_array, shared_zeros
 from ._lifecycle import (ProcessSet, add_process_set, cross_rank, cross_size, global_process_set,
                          init, is_initialized, local_rank, local_size, rank, remove_process_set,
                          shutdown, size)
@@ -49,4 +50,5 @@ __all__ = [
     "ProcessSet", "global_process_set", "add_process_set", "remove_process_set",
     "start_timeline", "stop_timeline", "stats", "dump_pending", "abort",
     "broadcast_parameters", "broadcast_object", "library_path", "device_count",
+    "SharedBuffer", "mem_alloc", "mem_size", "shared_zeros", "shared_array",
 ] + _ERROR_NAMES

@@ -212,6 +212,9 @@ FUNCTIONS = {
     "hvd_stats_format": (_ST, [_P(ctypes.c_char), _SIZE, _P(_SIZE)]),
     "hvd_has_feature": (_I32, [_I32]),
     "hvd_device_count": (_ST, [_P(_I32)]),
+    "hvd_mem_alloc": (_ST, [_SIZE, _P(ctypes.c_void_p)]),
+    "hvd_mem_free": (_ST, [ctypes.c_void_p]),
+    "hvd_mem_size": (_ST, [ctypes.c_void_p, _P(ctypes.c_void_p), _P(_SIZE)]),
 }
 
 # ---- Loading ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ _api.PyBuffer_Release.argtypes = [ctypes.POINTER(Py_buffer)]
 _api.PyBuffer_Release.restype = None
 _api.PyBuffer_IsContiguous.argtypes = [ctypes.POINTER(Py_buffer), ctypes.c_char]
 _api.PyBuffer_IsContiguous.restype = ctypes.c_int
-_PYBUF_WRITABLE, _PYBUF_RECORDS_RO = 0x0001, 0x001C  # STRIDES | FORMAT (ND included)
+_PYBUF_WRITABLE, PYBUF_RECORDS_RO = 0x0001, 0x001C  # STRIDES | FORMAT (ND included)
 
 # Buffer-protocol format letters by (letter, itemsize); '@', '=' and '<' prefixes mean native
 # little-endian here. Unsigned types wider than 16 bits have no hvdc dtype.
@@ -103,7 +103,7 @@ def _from_dlpack(obj, argname, writable):
 
 def _from_buffer(obj, argname, writable):
     view = Py_buffer()
-    flags = _PYBUF_RECORDS_RO | (_PYBUF_WRITABLE if writable else 0)
+    flags = PYBUF_RECORDS_RO | (_PYBUF_WRITABLE if writable else 0)
     try:
         _api.PyObject_GetBuffer(obj, ctypes.byref(view), flags)
     except BufferError as exc:

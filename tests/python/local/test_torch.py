@@ -25,3 +25,12 @@ def test_torch_in_torch_out():
 def test_non_contiguous_torch_tensor_names_the_argument():
     with pytest.raises(ValueError, match="tensor"):
         hvdc.allreduce(torch.ones(4, 4).t())
+
+
+def test_torch_views_shared_memory_through_dlpack():
+    import numpy as np
+    arr = hvdc.shared_zeros(6, np.float32)
+    tensor = torch.from_dlpack(arr)
+    tensor[3] = 6.0
+    assert arr[3] == 6.0
+    assert hvdc.allreduce_(tensor, op=hvdc.Sum) is tensor and arr[3] == 6.0

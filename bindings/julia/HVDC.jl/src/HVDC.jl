@@ -25,6 +25,8 @@ Conventions:
   `wait` polls `hvd_test` and yields to other tasks meanwhile.
 - Names (`name = "..."`) identify a tensor across ranks; `nothing` gives an automatic name,
   valid only when every rank calls in the same order.
+- `HVDC.shared_array(T, dims...)` makes an array in shared host memory: collectives on it
+  reduce the local peers' data in place. It outlives `HVDC.shutdown` until it is collected.
 - `HVDC.nranks()` is Horovod's `size()` (a function named `size` would hide `Base.size`).
   `HVDC.init`, `HVDC.broadcast!`, `HVDC.join` and the topology queries (`HVDC.rank()`, ...) are
   not exported, to stay clear of `Base` and `LinearAlgebra` names.
@@ -49,6 +51,7 @@ include("tensors.jl")
 include("handles.jl")
 include("collectives.jl")
 include("diagnostics.jl")
+include("memory.jl")
 
 function __init__()
     lib = Libdl.dlopen(L.libhvdc, Libdl.RTLD_LAZY | Libdl.RTLD_GLOBAL; throw_error = false)

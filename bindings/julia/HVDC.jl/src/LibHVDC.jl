@@ -265,4 +265,12 @@ const HVD_FEATURE_NCCL = Int32(3)
 hvd_has_feature(feature) = @ccall libhvdc.hvd_has_feature(feature::Int32)::Int32
 hvd_device_count(count) = @ccall libhvdc.hvd_device_count(count::Ptr{Int32})::Int32
 
+# ---- Shared host memory ----------------------------------------------------------------------
+hvd_mem_alloc(bytes, out) =
+    @ccall libhvdc.hvd_mem_alloc(bytes::Csize_t, out::Ptr{Ptr{Cvoid}})::Int32
+hvd_mem_free(ptr) = @ccall libhvdc.hvd_mem_free(ptr::Ptr{Cvoid})::Int32
+hvd_mem_size(ptr, base, bytes) =
+    @ccall libhvdc.hvd_mem_size(ptr::Ptr{Cvoid}, base::Ptr{Ptr{Cvoid}},
+                                bytes::Ptr{Csize_t})::Int32
+
 end # module LibHVDC

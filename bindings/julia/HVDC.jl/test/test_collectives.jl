@@ -4,6 +4,7 @@ using Test
 using HVDC
 const L = HVDC.LibHVDC
 
+const survivor = HVDC.shared_array(Int32, 16)  # shared memory needs no engine
 HVDC.init(cache_capacity = 64, log_level = 3)
 const n = HVDC.nranks()
 const r = HVDC.rank()
@@ -182,6 +183,59 @@ const r = HVDC.rank()
         end
     end
 
+    @testset "shared memory" begin
+        A = HVDC.shared_array(Float32, 8, 3)
+        @test A isa Matrix{Float32} && Base.size(A) == (8, 3) && all(iszero, A)
+        base, bytes = HVDC.mem_size(A)
+        @test base == Ptr{Cvoid}(pointer(A)) && bytes == 96
+        @test HVDC.mem_size(view(A, :, 3)) == (base, 96)  # an interior view
+        @test HVDC.mem_size(pointer(A, 24)) == (base, 96)
+        A .= r + 1
+        @test HVDC.allreduce!(A; op = Sum, name = "jl.shm.sum") === A
+        @test all(A .== n * (n + 1) / 2)
+        src = HVDC.shared_array(Float64, 300)
+        src .= r
+        dst = HVDC.shared_array(Float64, 300)
+        HVDC.allreduce!(dst, src; op = Average, name = "jl.shm.avg")
+        @test all(dst .== (n - 1) / 2) && all(src .== r)
+        b = HVDC.shared_array(Int64, 4)
+        b .= 10r .+ (0:3)
+        HVDC.broadcast!(b, n - 1; name = "jl.shm.bcast")
+        @test b == 10(n - 1) .+ (0:3)
+        rows = HVDC.shared_array(Int32, 2, r + 1)
+        rows .= r
+        @test HVDC.allgather(rows; name = "jl.shm.gather") ==
+              reduce(hcat, [fill(Int32(i), 2, i + 1) for i in 0:n-1])
+        survivor .= Int32.(r .+ (0:15))
+        HVDC.allreduce!(survivor; op = Sum, name = "jl.shm.survivor")
+        @test survivor == Int32.(n .* (0:15) .+ n * (n - 1) ÷ 2)
+
+        @test_throws HVDCError HVDC.shared_array(Float32, 0, 4)  # no bytes
+        e = try
+            HVDC.shared_array(Float32, 0)
+        catch err
+            err
+        end
+        @test e isa HVDCError && e.code == L.HVD_ERR_INVALID_ARGUMENT &&
+              occursin("bytes is 0", e.message)
+        @test_throws ArgumentError HVDC.shared_array(ComplexF64, 2)
+        @test_throws ArgumentError HVDC.shared_array(Float32, 2, -1)
+        private = zeros(4)
+        e = try
+            HVDC.mem_size(private)
+        catch err
+            err
+        end
+        @test e isa HVDCError && occursin("in no buffer of hvd_mem_alloc", e.message)
+        # Nothing in HVDC frees a raw pointer; the library refuses foreign and interior ones.
+        @test GC.@preserve private L.hvd_mem_free(pointer(private)) == L.HVD_ERR_INVALID_ARGUMENT
+        @test GC.@preserve A L.hvd_mem_free(pointer(A, 2)) == L.HVD_ERR_INVALID_ARGUMENT
+        temporary = HVDC.shared_array(UInt8, 64)
+        gone = pointer(temporary)
+        finalize(HVDC.memory_owner(temporary))  # what the GC runs once it is unreachable
+        @test_throws HVDCError HVDC.mem_size(gone)
+    end
+
     @testset "errors" begin
         e = try
             HVDC.init()
@@ -253,3 +307,11 @@ const r = HVDC.rank()
 end
 
 HVDC.shutdown()
+
+@testset "shared memory after shutdown, rank $r" begin
+    @test !HVDC.is_initialized()
+    @test survivor == Int32.(n .* (0:15) .+ n * (n - 1) ÷ 2)
+    survivor[16] = -5
+    @test survivor[16] == -5
+    @test HVDC.mem_size(survivor)[2] == 64
+end

@@ -235,6 +235,9 @@ extern "C" {
     pub fn hvd_stats_format(buffer: *mut c_char, size: usize, length: *mut usize) -> hvd_status_t;
     pub fn hvd_has_feature(feature: i32) -> i32;
     pub fn hvd_device_count(count: *mut i32) -> hvd_status_t;
+    pub fn hvd_mem_alloc(bytes: usize, out: *mut *mut c_void) -> hvd_status_t;
+    pub fn hvd_mem_free(ptr: *mut c_void) -> hvd_status_t;
+    pub fn hvd_mem_size(ptr: *const c_void, base: *mut *mut c_void, bytes: *mut usize) -> hvd_status_t;
 }
 
 #[cfg(test)]

@@ -54,6 +54,23 @@
 //! }).unwrap();
 //! ```
 //!
+//! # Shared host memory
+//!
+//! [`SharedVec`] holds its elements in memory the ranks on this host map, so that collectives
+//! on it read and reduce the local peers' data in place. It derefs to a slice, so it goes
+//! wherever a buffer does; it needs no engine and outlives shutdown until it is dropped.
+//!
+//! ```
+//! use hvdc::{Hvdc, Options, ReduceOp, SharedVec};
+//! let mut grad = SharedVec::<f32>::from_slice(&[1.0, 2.0])?;
+//! let hvdc = Hvdc::init()?;
+//! hvdc.allreduce_in_place(&mut grad, ReduceOp::Sum, &Options::new().name("grad"))?;
+//! let n = hvdc.size() as f32;
+//! drop(hvdc); // shut down: grad stays valid until it is dropped
+//! assert_eq!(&grad[..], &[n, 2.0 * n][..]);
+//! # Ok::<(), hvdc::Error>(())
+//! ```
+//!
 //! # Threads
 //!
 //! [`Hvdc`] is `Send + Sync`: the C header lets every call except init and shutdown come from
@@ -75,6 +92,7 @@ mod options;
 mod output_slot;
 mod process_set;
 mod scope;
+mod shared_vec;
 mod submit;
 
 pub use config::{Config, ConfigKey};
@@ -91,6 +109,7 @@ pub use log::{clear_log_callback, set_log_callback};
 pub use options::{Options, ReduceOp};
 pub use process_set::ProcessSet;
 pub use scope::{Scope, ScopedHandle};
+pub use shared_vec::{mem_region, MemRegion, SharedVec};
 pub use submit::reducescatter_rows;
 
 /// The raw C declarations.
