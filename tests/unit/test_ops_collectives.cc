@@ -30,7 +30,7 @@
 #include "ops/cpu/alltoall/alltoall.h"
 #include "ops/cpu/comm.h"
 #include "ops/cpu/reducescatter/reducescatter.h"
-#include "transport/ucx/ucx_transport.h"
+#include "ucx_ranks.h"
 
 namespace {
 
@@ -46,91 +46,12 @@ using hvdc::ops::cpu::reducescatter_ring;
 using hvdc::ops::cpu::ReduceSpec;
 using hvdc::transport::Transport;
 
-using Bytes = std::vector<uint8_t>;
-using Clock = std::chrono::steady_clock;
-
-// A hung collective fails its test after this long instead of hanging the suite.
-constexpr auto kDeadline = std::chrono::seconds(60);
+using ucx_ranks::Bytes;
+using ucx_ranks::first_difference;
+using ucx_ranks::run_ranks;
 // Written past the end of every output: a collective must leave it alone.
 constexpr uint8_t kGuard = 0xEE;
 constexpr size_t kGuardBytes = 16;
-
-// ---------------------------------------------------------------------------------------------
-// Harness: n threads as n ranks.
-
-// What one rank runs once connected. Each op must use its own comm.seq (the harness starts at 1).
-using RankBody = std::function<Status(Comm& comm)>;
-
-Status connect(Bootstrap& boot, std::unique_ptr<Transport>* transport) {
-  hvdc::transport::UcxOptions options;
-  options.rank = boot.rank();
-  options.size = boot.size();
-  auto exchange = [&boot](const std::string& mine, std::vector<std::string>* all) {
-    return hvdc::bootstrap::allgather_strings(boot, mine, all);
-  };
-  return hvdc::transport::create_ucx_transport(options, exchange, transport);
-}
-
-// Connects, runs body, then closes the way Engine::shutdown does: every rank must be past its
-// last send (barrier) before endpoints close, and past the close before the transport goes.
-// A failing rank raises `failed`, which makes the others' waits fail instead of hang.
-Status run_rank(Bootstrap& boot, const RankBody& body, std::atomic<bool>& failed,
-                Clock::time_point deadline) {
-  std::unique_ptr<Transport> transport;
-  if (boot.size() > 1) HVDC_RETURN_IF_ERROR(connect(boot, &transport));
-  std::vector<char> scratch;
-  Comm comm;
-  comm.transport = transport.get();
-  comm.members.resize(boot.size());
-  std::iota(comm.members.begin(), comm.members.end(), 0);
-  comm.index = boot.rank();
-  comm.seq = 1;
-  comm.scratch = &scratch;
-  comm.interrupt = [&failed, deadline]() -> Status {
-    if (failed.load()) return make_error(HVD_ERR_ABORTED, "another rank failed");
-    if (Clock::now() > deadline) return make_error(HVD_ERR_TIMEOUT, "test deadline passed");
-    return Status::ok();
-  };
-  Status status = body(comm);
-  if (!status.is_ok()) failed.store(true);
-  Status closed = boot.barrier();
-  if (transport) {
-    if (closed.is_ok()) closed = transport->close();
-    Status again = boot.barrier();
-    if (closed.is_ok()) closed = again;
-  }
-  return status.is_ok() ? closed : status;
-}
-
-// Runs body on n threads acting as ranks 0..n-1 (no transport for n == 1); EXPECTs every rank ok.
-void run_ranks(int n, const RankBody& body) {
-  auto group = hvdc::bootstrap::InProcessGroup::create(n);
-  std::atomic<bool> failed{false};
-  const Clock::time_point deadline = Clock::now() + kDeadline;
-  std::vector<Status> status(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      std::unique_ptr<Bootstrap> boot = group->member(r);
-      status[r] = run_rank(*boot, body, failed, deadline);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int r = 0; r < n; ++r) {
-    EXPECT_TRUE(status[r].is_ok()) << "rank " << r << " of " << n << ": " << status[r].message();
-  }
-}
-
-// "" when equal, else where and how the two differ (whole-buffer dumps would be megabytes).
-std::string first_difference(const Bytes& got, const Bytes& want) {
-  if (got.size() != want.size()) {
-    return "size " + std::to_string(got.size()) + ", want " + std::to_string(want.size());
-  }
-  auto it = std::mismatch(got.begin(), got.end(), want.begin());
-  if (it.first == got.end()) return "";
-  return "byte " + std::to_string(it.first - got.begin()) + " is " + std::to_string(*it.first) +
-         ", want " + std::to_string(*it.second);
-}
 
 Bytes with_guard(size_t bytes) {
   return Bytes(bytes + kGuardBytes, kGuard);

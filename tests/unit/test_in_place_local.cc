@@ -1,0 +1,296 @@
+// The in-place allreduce among ranks of one host (ops/cpu/allreduce/in_place_local.cc) on threads
+// acting as ranks over real UCX: every dtype and op, odd sizes, misaligned and fused buffers,
+// hvd_mem_alloc regions (mapped) beside heap buffers (read through process_vm_readv), and the
+// agreed fallback when a rank refuses.
+//
+// Expectations come from allreduce_ordered, an independent algorithm that reduces in the same
+// member order over the transport: the two must agree bit for bit on arbitrary bytes (NaNs,
+// infinities, wrapping integers included).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/log.h"
+#include "hvdc.h"
+#include "kernel_reference.h"
+#include "memory/shared_regions.h"
+#include "ops/cpu/allreduce/allreduce.h"
+#include "ops/cpu/local/local_access.h"
+#include "ucx_ranks.h"
+
+namespace {
+
+using hvdc::common::make_error;
+using hvdc::common::Status;
+using hvdc::ops::cpu::allreduce;
+using hvdc::ops::cpu::allreduce_in_place_local;
+using hvdc::ops::cpu::allreduce_ordered;
+using hvdc::ops::cpu::Comm;
+using hvdc::ops::cpu::Piece;
+using hvdc::ops::cpu::Pieces;
+using hvdc::ops::cpu::ReduceSpec;
+using hvdc::ops::cpu::local::LocalAccess;
+using hvdc::ops::cpu::local::Verdict;
+using ucx_ranks::Bytes;
+using ucx_ranks::run_ranks;
+
+// Where a case's buffer lives.
+enum class Layout {
+  kHeap,        // one heap buffer: read through the kernel
+  kMisaligned,  // a heap buffer one byte past an aligned address
+  kRegion,      // an hvd_mem_alloc region on every rank: mapped, no kernel read
+  kOddRanks,    // regions on even ranks, heap on odd ones: both ways in one op
+  kFused,       // three pieces of unequal size: region, heap, region at an odd offset
+};
+const Layout kLayouts[] = {Layout::kHeap, Layout::kMisaligned, Layout::kRegion, Layout::kOddRanks,
+                           Layout::kFused};
+
+// A rank's shared region, freed when the rank's body ends.
+struct Region {
+  char* base = nullptr;
+  explicit Region(size_t bytes) {
+    void* p = nullptr;
+    Status st = hvdc::memory::allocate_region(bytes, &p);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    base = static_cast<char*>(p);
+  }
+  ~Region() {
+    if (base != nullptr) {
+      EXPECT_TRUE(hvdc::memory::free_region(base).is_ok());
+    }
+  }
+};
+
+// Deterministic arbitrary bytes, different on every rank and case. Floating values get an
+// exponent below the top one: no NaN, whose payload may come from either operand (reduce.h).
+Bytes input_bytes(int32_t dtype, int rank, uint64_t seed, size_t bytes) {
+  Bytes out(bytes);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(rank) * 0xD1B54A32D192ED03ull;
+  for (size_t i = 0; i < bytes; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    out[i] = static_cast<uint8_t>(x >> 56);
+  }
+  const size_t esize = hvdc::common::dtype_size(dtype);
+  const bool floating =
+      dtype == HVD_FLOAT16 || dtype == HVD_BFLOAT16 || dtype == HVD_FLOAT32 || dtype == HVD_FLOAT64;
+  // The byte holding the sign and the exponent's top bits (little-endian): clear the top one.
+  for (size_t i = esize - 1; floating && i < bytes; i += esize) out[i] &= 0xBF;
+  return out;
+}
+
+// Cuts `total` bytes of `area` and `heap` into the pieces of a layout, filled from `input`.
+std::vector<Piece> place(Layout layout, int rank, const Bytes& input, char* region, Bytes& heap,
+                         size_t esize) {
+  const size_t total = input.size();
+  heap.assign(total + 64, 0);
+  std::vector<Piece> pieces;
+  switch (layout) {
+    case Layout::kHeap:
+      pieces = {{reinterpret_cast<char*>(heap.data()), total}};
+      break;
+    case Layout::kMisaligned:
+      pieces = {{reinterpret_cast<char*>(heap.data()) + 1, total}};
+      break;
+    case Layout::kRegion:
+      pieces = {{region, total}};
+      break;
+    case Layout::kOddRanks:
+      pieces = {{rank % 2 == 0 ? region : reinterpret_cast<char*>(heap.data()), total}};
+      break;
+    case Layout::kFused: {
+      const size_t count = total / esize;
+      const size_t a = count / 3 * esize, b = count / 5 * esize;
+      pieces = {{region, a}, {reinterpret_cast<char*>(heap.data()) + 8, b}, {region + a + 3, 0}};
+      pieces[2].bytes = total - a - b;
+      break;
+    }
+  }
+  size_t at = 0;
+  for (const Piece& p : pieces) {
+    std::memcpy(p.data, input.data() + at, p.bytes);
+    at += p.bytes;
+  }
+  return pieces;
+}
+
+struct Case {
+  int32_t dtype;
+  int32_t op;
+  size_t count;
+  Layout layout;
+};
+
+std::vector<Case> all_cases(int n) {
+  std::vector<Case> cases;
+  for (int32_t dtype : kernel_test::kAllDtypes) {
+    for (int32_t op : kernel_test::kAllOps) {
+      for (size_t count : {size_t{1}, static_cast<size_t>(n + 1), size_t{4099}}) {
+        for (Layout layout : kLayouts) cases.push_back({dtype, op, count, layout});
+      }
+    }
+  }
+  return cases;
+}
+
+std::string describe(const Case& c) {
+  return std::string(hvdc::common::dtype_name(c.dtype)) + " " + hvdc::common::reduce_op_name(c.op) +
+         " x" + std::to_string(c.count) + " layout " + std::to_string(static_cast<int>(c.layout));
+}
+
+// Runs one case in place and through allreduce_ordered; "" if they agree and the in-place path
+// ran, else what went wrong.
+Status run_case(Comm& comm, const Case& c, char* region, uint64_t seed, std::string* problem) {
+  const size_t esize = hvdc::common::dtype_size(c.dtype);
+  const Bytes input = input_bytes(c.dtype, comm.index, seed, c.count * esize);
+  ReduceSpec spec;
+  spec.dtype = c.dtype;
+  spec.op = c.op;
+  spec.divisor = c.op == HVD_OP_AVERAGE ? comm.size() : 1;
+  Bytes heap;
+  std::vector<Piece> pieces = place(c.layout, comm.index, input, region, heap, esize);
+  const Pieces view(pieces);
+  bool ran = false;
+  HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, view, spec, &ran));
+  ++comm.seq;
+  Bytes want = input;
+  HVDC_RETURN_IF_ERROR(allreduce_ordered(comm, Pieces(want.data(), want.size()), spec));
+  ++comm.seq;
+  Bytes got(want.size());
+  view.gather(0, got.size(), reinterpret_cast<char*>(got.data()));
+  const std::string diff = ucx_ranks::first_difference(got, want);
+  if (!ran) *problem = describe(c) + ": the in-place path did not run";
+  if (!diff.empty()) *problem = describe(c) + ": " + diff;
+  return Status::ok();
+}
+
+// Every rank's comm reads in place from the first byte on, with small segments so that 4099
+// elements span several.
+void enable_local(Comm& comm, LocalAccess& access) {
+  access.min_bytes = 0;
+  comm.local = &access;
+  comm.segment_bytes = 4096;
+}
+
+class InPlaceLocal : public ::testing::TestWithParam<int> {};
+
+TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
+  const int n = GetParam();
+  const std::vector<Case> cases = all_cases(n);
+  std::vector<std::vector<std::string>> problems(n);
+  std::vector<size_t> mapped(n);
+  run_ranks(n, [&](Comm& comm) {
+    LocalAccess access;
+    enable_local(comm, access);
+    Region region(64 << 10);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      std::string problem;
+      HVDC_RETURN_IF_ERROR(run_case(comm, cases[i], region.base, i, &problem));
+      if (!problem.empty()) problems[comm.index].push_back(problem);
+    }
+    mapped[comm.index] = access.regions.mapped_count();
+    EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].cma);
+    EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].mapping);
+    return Status::ok();
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(problems[r].empty())
+        << "rank " << r << ": " << problems[r].size() << " cases failed, first: " << problems[r][0];
+    // One region per peer, mapped once for all the cases.
+    EXPECT_EQ(static_cast<size_t>(n - 1), mapped[r]) << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceLocal, ::testing::Values(2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "n" + std::to_string(info.param);
+                         });
+
+// Regions freed and allocated op after op: the peers' mappings stay bounded, and a new region
+// at a reused address is mapped afresh (its data, not the old region's, is read).
+TEST(InPlaceLocalRegions, FreshRegionsEveryOpStayCorrectAndBounded) {
+  constexpr int kOps = 300;
+  std::vector<std::string> problems(2);
+  std::vector<size_t> mapped(2);
+  run_ranks(2, [&](Comm& comm) {
+    LocalAccess access;
+    enable_local(comm, access);
+    for (int op = 0; op < kOps; ++op) {
+      Region region(4096);
+      float* v = reinterpret_cast<float*>(region.base);
+      for (int i = 0; i < 1024; ++i) v[i] = static_cast<float>(op + comm.index * 1000 + i);
+      ReduceSpec spec;
+      spec.dtype = HVD_FLOAT32;
+      spec.op = HVD_OP_SUM;
+      bool ran = false;
+      HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, Pieces(v, 4096), spec, &ran));
+      ++comm.seq;
+      for (int i = 0; i < 1024 && problems[comm.index].empty(); ++i) {
+        const float want = static_cast<float>(2 * (op + i) + 1000);
+        if (!ran || v[i] != want) {
+          problems[comm.index] = "op " + std::to_string(op) + " element " + std::to_string(i) +
+                                 " is " + std::to_string(v[i]) + ", want " + std::to_string(want);
+        }
+      }
+    }
+    mapped[comm.index] = access.regions.mapped_count();
+    return Status::ok();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ("", problems[r]) << "rank " << r;
+    EXPECT_LE(mapped[r], size_t{257}) << "rank " << r;
+  }
+}
+
+// Log lines of the fallback, counted across the thread-ranks.
+std::atomic<int> g_fallback_lines{0};
+void count_fallback(void*, int32_t, const char* message) {
+  if (std::strstr(message, "instead of reading each other's memory in place") != nullptr) {
+    ++g_fallback_lines;
+  }
+}
+
+// One rank refuses (HVDC_PEER_READS=0): every rank sees it at the first op, falls back to the
+// transport for this and every later op with correct results, and each says so once.
+TEST(InPlaceLocalFallback, OneRefusingRankMakesEveryRankFallBackAndLogOnce) {
+  constexpr int kRanks = 3;
+  g_fallback_lines = 0;
+  hvdc::common::set_log_callback(count_fallback, nullptr);
+  std::vector<std::string> problems(kRanks);
+  run_ranks(kRanks, [&](Comm& comm) {
+    LocalAccess access;
+    enable_local(comm, access);
+    access.reads_allowed = comm.index != 1;
+    Region region(8192);
+    for (int op = 0; op < 4; ++op) {
+      // Heap buffers, then regions: both kinds of access are refused.
+      Bytes heap(8192);
+      float* v = op % 2 == 0 ? reinterpret_cast<float*>(heap.data())
+                             : reinterpret_cast<float*>(region.base);
+      for (int i = 0; i < 2048; ++i) v[i] = static_cast<float>(comm.index + i);
+      ReduceSpec spec;
+      spec.dtype = HVD_FLOAT32;
+      spec.op = HVD_OP_SUM;
+      HVDC_RETURN_IF_ERROR(allreduce(comm, Pieces(v, 8192), spec));
+      comm.seq += 1;
+      for (int i = 0; i < 2048 && problems[comm.index].empty(); ++i) {
+        if (v[i] != static_cast<float>(3 * i + 3)) {
+          problems[comm.index] = "op " + std::to_string(op) + " element " + std::to_string(i);
+        }
+      }
+    }
+    EXPECT_EQ(Verdict::kRefused, access.sets[comm.members].cma) << "rank " << comm.index;
+    EXPECT_EQ(Verdict::kRefused, access.sets[comm.members].mapping) << "rank " << comm.index;
+    return Status::ok();
+  });
+  hvdc::common::set_log_callback(nullptr, nullptr);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ("", problems[r]) << "rank " << r;
+  EXPECT_EQ(kRanks, g_fallback_lines.load());
+}
+
+}  // namespace
