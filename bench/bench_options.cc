@@ -11,6 +11,9 @@ namespace {
 const char* const kUsage =
     "usage: hvdc_bench [-c allreduce|allgather|broadcast] [-b MIN] [-e MAX] [-f FACTOR]\n"
     "                  [-n ITERS] [-w WARMUP] [-C 0|1] [--vs-mpi | --mpi-only] [--json FILE]\n"
+    "                  [--shared] [--in-place]\n"
+    "--shared takes every buffer from hvd_mem_alloc (the local peers map them);\n"
+    "--in-place runs allreduce and broadcast with the output buffer the input\n"
     "--mpi-only measures Open MPI alone (hvdc is not initialised, so none of its threads run)\n"
     "sizes take K, M, G suffixes (powers of 1024); run under mpirun --bind-to none\n";
 
@@ -42,6 +45,9 @@ bool parse(int argc, char** argv, Options* o) {
     if (a == "--vs-mpi" || a == "--mpi-only") {
       o->vs_mpi = true;
       if (a == "--mpi-only") o->hvdc = false;
+      continue;
+    } else if (a == "--shared" || a == "--in-place") {
+      (a == "--shared" ? o->shared : o->in_place) = true;
       continue;
     } else if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
@@ -78,9 +84,10 @@ bool parse(int argc, char** argv, Options* o) {
 
 void report(const Options& o, int ranks, const std::vector<Line>& lines, double lat_us,
             double lat_mpi_us) {
-  std::printf("# hvdc_bench %s, %d ranks, float32 sum, %d iters (+%d warm-up)%s\n",
+  std::printf("# hvdc_bench %s, %d ranks, float32 sum, %d iters (+%d warm-up)%s%s%s\n",
               o.collective.c_str(), ranks, o.iters, o.warmup,
-              o.hvdc ? "" : ", Open MPI alone (--mpi-only)");
+              o.hvdc ? "" : ", Open MPI alone (--mpi-only)",
+              o.shared ? ", hvd_mem_alloc buffers" : "", o.in_place ? ", in place" : "");
   std::printf("%12s", "size(B)");
   if (o.hvdc) std::printf(" %10s %8s %8s", "time(us)", "algbw", "busbw");
   std::printf(" %7s", "#wrong");

@@ -17,6 +17,8 @@ struct Options {
   bool check = true;                     // -C 0|1
   bool vs_mpi = false;                   // --vs-mpi
   bool hvdc = true;                      // --mpi-only clears it: MPI alone, hvdc never started
+  bool shared = false;                   // --shared: buffers from hvd_mem_alloc
+  bool in_place = false;                 // --in-place: allreduce and broadcast into the input
   std::string json;                      // --json FILE
 };
 

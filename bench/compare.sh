@@ -127,6 +127,11 @@ one_host_allreduce() {
       --json "$out/raw/ob1-$name-$i.json"
     step "ucx-$name-$i" mpirun2 "${pml_ucx[@]}" $bench --mpi-only "${sweep[@]}" \
       --json "$out/raw/ucx-$name-$i.json"
+    # hvd_mem_alloc buffers reduced in place: the figure to hold against the zero-copy limit.
+    if wants bw; then
+      step "shared-$name-$i" mpirun2 "${pml_ob1[@]}" $bench --shared --in-place "${sweep[@]}" \
+        --json "$out/raw/shared-$name-$i.json"
+    fi
   done
   if wants bw; then
     step "limit-$i" build/bench/shm_limit -b 64K -e "$max_bytes" --json "$out/raw/limit-$i.json"

@@ -106,7 +106,7 @@ def collect(raw):
         if not name.endswith(".json"):
             continue
         path, i = os.path.join(raw, name), invocation_of(name)
-        if m := re.match(r"(hvdc|ob1|ucx)-(small|large)-", name):
+        if m := re.match(r"(hvdc|ob1|ucx|shared)-(small|large)-", name):
             collect_bench(series, "", m.group(1), path, i)
         elif m := re.match(r"mh-(hvdc|ob1|ucx)-", name):
             collect_bench(series, "mh_", m.group(1), path, i)
@@ -194,14 +194,14 @@ def limit_rows(s):
         rows.append(["memory bandwidth, streaming read+write of %s by 2 processes, GB/s"
                      % size_label(big), "-", "-", "-",
                      "%s (busbw bound %s)" % (fmt(stream), fmt(stream / 4)), "-", "-", "-"])
-    header = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "include", "hvdc.h")
-    with open(header, encoding="utf-8") as f:
-        has_mem_alloc = "hvd_mem_alloc" in f.read()
-    why = ("hvdc_bench has no hvd_mem_alloc mode yet" if has_mem_alloc
-           else "this build has no hvd_mem_alloc")
-    rows.append(["busbw on hvd_mem_alloc buffers", "not measured: " + why, "-", "-", "see busbw rows",
-                 "-", ">= 80% of limit", "-"])
+    for size in ONE_HOST_SIZES:
+        h, lim = s.median("shared", size), s.median("limit_busbw", size)
+        if not (h or lim):
+            continue
+        rows.append(["busbw %s on hvd_mem_alloc buffers, in place, GB/s" % size_label(size),
+                     fmt(h), "-", "-", fmt(lim), fmt(h / lim) + "x limit" if h and lim else "-",
+                     ">= %s (80%% of limit)" % fmt(0.8 * lim) if lim else "-",
+                     verdict(h >= 0.8 * lim if h and lim else None)])
     return rows
 
 

@@ -21,6 +21,40 @@ namespace {
 
 using hvdc_bench::Options;
 
+// A float buffer on the heap, or (--shared) from hvd_mem_alloc.
+class Buffer {
+ public:
+  Buffer(size_t count, bool shared) : count_(count), shared_(shared) {
+    if (!shared) {
+      heap_.resize(count);
+      data_ = heap_.data();
+      return;
+    }
+    void* p = nullptr;
+    if (hvd_mem_alloc(count * sizeof(float), &p) != HVD_SUCCESS) {
+      std::fprintf(stderr, "hvd_mem_alloc: %s\n", hvd_last_error_message());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    data_ = static_cast<float*>(p);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (shared_) hvd_mem_free(data_);
+  }
+  float* data() { return data_; }
+  size_t size() const { return count_; }
+  float* begin() { return data_; }
+  float* end() { return data_ + count_; }
+  float operator[](size_t i) const { return data_[i]; }
+
+ private:
+  size_t count_;
+  bool shared_;
+  std::vector<float> heap_;
+  float* data_ = nullptr;
+};
+
 struct Row {
   size_t bytes;
   double hvdc_us, mpi_us;
@@ -32,11 +66,11 @@ double now_us() {
 }
 
 // Fills inputs with rank + 1 so every result is exact: sum = n(n+1)/2, gathered block r = r+1.
-void fill(std::vector<float>& v, int rank) {
+void fill(Buffer& v, int rank) {
   for (float& x : v) x = static_cast<float>(rank + 1);
 }
 
-long count_wrong(const Options& o, const std::vector<float>& out, size_t count, int n) {
+long count_wrong(const Options& o, const Buffer& out, size_t count, int n) {
   long wrong = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     float want = o.collective == "allreduce"   ? n * (n + 1) / 2.0f
@@ -49,11 +83,10 @@ long count_wrong(const Options& o, const std::vector<float>& out, size_t count, 
 
 // Gathers straight into the benchmark's buffer, as a framework would into its own tensor.
 void* into_out(void* user, const hvd_tensor_t*, size_t) {
-  return static_cast<std::vector<float>*>(user)->data();
+  return static_cast<Buffer*>(user)->data();
 }
 
-hvd_status_t run_hvdc(const Options& o, std::vector<float>& in, std::vector<float>& out,
-                      size_t count) {
+hvd_status_t run_hvdc(const Options& o, Buffer& in, Buffer& out, size_t count) {
   int64_t shape[1] = {static_cast<int64_t>(count)};
   hvd_tensor_t t = {in.data(), HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
   hvd_handle_t h = 0;
@@ -74,15 +107,16 @@ hvd_status_t run_hvdc(const Options& o, std::vector<float>& in, std::vector<floa
   return s;
 }
 
-void run_mpi(const Options& o, std::vector<float>& in, std::vector<float>& out, size_t count) {
+void run_mpi(const Options& o, Buffer& in, Buffer& out, size_t count) {
   const int c = static_cast<int>(count);
   if (o.collective == "allgather") {
     MPI_Allgather(in.data(), c, MPI_FLOAT, out.data(), c, MPI_FLOAT, MPI_COMM_WORLD);
   } else if (o.collective == "broadcast") {
-    std::memcpy(out.data(), in.data(), count * sizeof(float));
+    if (&in != &out) std::memcpy(out.data(), in.data(), count * sizeof(float));
     MPI_Bcast(out.data(), c, MPI_FLOAT, 0, MPI_COMM_WORLD);
   } else {
-    MPI_Allreduce(in.data(), out.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const void* src = &in == &out ? MPI_IN_PLACE : in.data();
+    MPI_Allreduce(src, out.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   }
 }
 
@@ -98,29 +132,46 @@ double time_op(const Options& o, Op op) {
   return slowest;
 }
 
+// Times hvdc's collective into dst (the input itself in place), then checks one fresh op.
+double measure_hvdc(const Options& o, Buffer& in, Buffer& dst, size_t count, int rank, int n,
+                    long* wrong) {
+  hvd_status_t failed = HVD_SUCCESS;
+  auto op = [&] {
+    hvd_status_t s = run_hvdc(o, in, dst, count);
+    if (s != HVD_SUCCESS) failed = s;
+  };
+  const double us = time_op(o, op);
+  if (&in == &dst) fill(in, rank);  // in place, every op changed the input
+  if (o.check) op();
+  if (failed != HVD_SUCCESS) {
+    std::fprintf(stderr, "hvdc %s failed: %s\n", o.collective.c_str(), hvd_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (o.check) *wrong += count_wrong(o, dst, count, n);
+  return us;
+}
+
+double measure_mpi(const Options& o, Buffer& in, Buffer& dst, size_t count, int rank, int n,
+                   long* wrong) {
+  std::fill(dst.begin(), dst.end(), 0.0f);  // hvdc's results must not pass for MPI's
+  fill(in, rank);
+  const double us = time_op(o, [&] { run_mpi(o, in, dst, count); });
+  if (&in == &dst) fill(in, rank);
+  if (o.check) run_mpi(o, in, dst, count);
+  if (o.check) *wrong += count_wrong(o, dst, count, n);
+  return us;
+}
+
 Row measure(const Options& o, size_t bytes, int rank, int n) {
   const size_t count = std::max<size_t>(1, bytes / sizeof(float));
   const size_t out_count = o.collective == "allgather" ? count * n : count;
-  std::vector<float> in(count), out(out_count);
+  Buffer in(count, o.shared), out(out_count, o.shared);
+  // In place, the output is the input (allreduce and broadcast).
+  Buffer& dst = o.in_place && o.collective != "allgather" ? in : out;
   fill(in, rank);
   Row row{count * sizeof(float), 0, 0, 0};
-  if (o.hvdc) {
-    hvd_status_t failed = HVD_SUCCESS;
-    row.hvdc_us = time_op(o, [&] {
-      hvd_status_t s = run_hvdc(o, in, out, count);
-      if (s != HVD_SUCCESS) failed = s;
-    });
-    if (failed != HVD_SUCCESS) {
-      std::fprintf(stderr, "hvdc %s failed: %s\n", o.collective.c_str(), hvd_last_error_message());
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (o.check) row.wrong = count_wrong(o, out, count, n);
-  }
-  if (o.vs_mpi) {
-    std::fill(out.begin(), out.end(), 0.0f);  // hvdc's results must not pass for MPI's
-    row.mpi_us = time_op(o, [&] { run_mpi(o, in, out, count); });
-    if (o.check) row.wrong += count_wrong(o, out, count, n);
-  }
+  if (o.hvdc) row.hvdc_us = measure_hvdc(o, in, dst, count, rank, n, &row.wrong);
+  if (o.vs_mpi) row.mpi_us = measure_mpi(o, in, dst, count, rank, n, &row.wrong);
   long total_wrong = 0;
   MPI_Allreduce(&row.wrong, &total_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   row.wrong = total_wrong;

@@ -119,11 +119,19 @@ std::vector<Piece> place(Layout layout, int rank, const Bytes& input, char* regi
   return pieces;
 }
 
+// Where the results go.
+enum class Output {
+  kInPlace,     // into the input
+  kSeparate,    // into a second buffer of the same layout: the input must stay unchanged
+  kSeparateOdd  // separate on odd ranks, in place on even ones
+};
+
 struct Case {
   int32_t dtype;
   int32_t op;
   size_t count;
   Layout layout;
+  Output output;
 };
 
 std::vector<Case> all_cases(int n) {
@@ -131,7 +139,11 @@ std::vector<Case> all_cases(int n) {
   for (int32_t dtype : kernel_test::kAllDtypes) {
     for (int32_t op : kernel_test::kAllOps) {
       for (size_t count : {size_t{1}, static_cast<size_t>(n + 1), size_t{4099}}) {
-        for (Layout layout : kLayouts) cases.push_back({dtype, op, count, layout});
+        for (Layout layout : kLayouts) {
+          for (Output output : {Output::kInPlace, Output::kSeparate, Output::kSeparateOdd}) {
+            cases.push_back({dtype, op, count, layout, output});
+          }
+        }
       }
     }
   }
@@ -140,11 +152,14 @@ std::vector<Case> all_cases(int n) {
 
 std::string describe(const Case& c) {
   return std::string(hvdc::common::dtype_name(c.dtype)) + " " + hvdc::common::reduce_op_name(c.op) +
-         " x" + std::to_string(c.count) + " layout " + std::to_string(static_cast<int>(c.layout));
+         " x" + std::to_string(c.count) + " layout " + std::to_string(static_cast<int>(c.layout)) +
+         " output " + std::to_string(static_cast<int>(c.output));
 }
 
-// Runs one case in place and through allreduce_ordered; "" if they agree and the in-place path
-// ran, else what went wrong.
+// Runs one case through the in-place path and through allreduce_ordered; "" if they agree, the
+// in-place path ran and a separate input is unchanged, else what went wrong. The region holds
+// the input at 0 and a separate output at kOutputAt.
+constexpr size_t kOutputAt = 64 << 10;
 Status run_case(Comm& comm, const Case& c, char* region, uint64_t seed, std::string* problem) {
   const size_t esize = hvdc::common::dtype_size(c.dtype);
   const Bytes input = input_bytes(c.dtype, comm.index, seed, c.count * esize);
@@ -152,20 +167,27 @@ Status run_case(Comm& comm, const Case& c, char* region, uint64_t seed, std::str
   spec.dtype = c.dtype;
   spec.op = c.op;
   spec.divisor = c.op == HVD_OP_AVERAGE ? comm.size() : 1;
-  Bytes heap;
-  std::vector<Piece> pieces = place(c.layout, comm.index, input, region, heap, esize);
-  const Pieces view(pieces);
+  Bytes heap_in, heap_out;
+  const Pieces in(place(c.layout, comm.index, input, region, heap_in, esize));
+  const bool separate =
+      c.output == Output::kSeparate || (c.output == Output::kSeparateOdd && comm.index % 2 == 1);
+  const Pieces out_view(separate ? place(c.layout, comm.index, Bytes(input.size()),
+                                         region + kOutputAt, heap_out, esize)
+                                 : std::vector<Piece>{});
+  const Pieces& out = separate ? out_view : in;
   bool ran = false;
-  HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, view, spec, &ran));
+  HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, in, out, spec, &ran));
   ++comm.seq;
   Bytes want = input;
   HVDC_RETURN_IF_ERROR(allreduce_ordered(comm, Pieces(want.data(), want.size()), spec));
   ++comm.seq;
-  Bytes got(want.size());
-  view.gather(0, got.size(), reinterpret_cast<char*>(got.data()));
+  Bytes got(want.size()), kept(input.size());
+  out.gather(0, got.size(), reinterpret_cast<char*>(got.data()));
+  in.gather(0, kept.size(), reinterpret_cast<char*>(kept.data()));
   const std::string diff = ucx_ranks::first_difference(got, want);
   if (!ran) *problem = describe(c) + ": the in-place path did not run";
   if (!diff.empty()) *problem = describe(c) + ": " + diff;
+  if (separate && kept != input) *problem = describe(c) + ": the separate input changed";
   return Status::ok();
 }
 
@@ -187,7 +209,7 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
   run_ranks(n, [&](Comm& comm) {
     LocalAccess access;
     enable_local(comm, access);
-    Region region(64 << 10);
+    Region region(2 * kOutputAt);
     for (size_t i = 0; i < cases.size(); ++i) {
       std::string problem;
       HVDC_RETURN_IF_ERROR(run_case(comm, cases[i], region.base, i, &problem));
@@ -228,7 +250,8 @@ TEST(InPlaceLocalRegions, FreshRegionsEveryOpStayCorrectAndBounded) {
       spec.dtype = HVD_FLOAT32;
       spec.op = HVD_OP_SUM;
       bool ran = false;
-      HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, Pieces(v, 4096), spec, &ran));
+      HVDC_RETURN_IF_ERROR(
+          allreduce_in_place_local(comm, Pieces(v, 4096), Pieces(v, 4096), spec, &ran));
       ++comm.seq;
       for (int i = 0; i < 1024 && problems[comm.index].empty(); ++i) {
         const float want = static_cast<float>(2 * (op + i) + 1000);

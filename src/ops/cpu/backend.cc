@@ -7,6 +7,7 @@
 #include "ops/cpu/allgather/allgather.h"
 #include "ops/cpu/allreduce/allreduce.h"
 #include "ops/cpu/broadcast/broadcast.h"
+#include "ops/cpu/integer_average.h"
 #include "ops/cpu/reduce/reduce.h"
 
 namespace hvdc::ops::cpu {
@@ -88,8 +89,29 @@ std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
   return pieces;
 }
 
+// Among ranks of one host, reads every member's buffers in place. Every member calls this for
+// the same ops (whether a member's own tensors are in place or it has joined only changes its
+// views); out of place, the inputs are read where they are, without copying them into the
+// outputs first, which would cost one more pass over memory.
+Status CpuBackend::allreduce_local(const CollectiveArgs& op, Comm& comm, const ReduceSpec& spec,
+                                   bool* ran) {
+  const size_t esize = common::dtype_size(op.dtype);
+  std::vector<Piece> in, out;
+  bool separate = op.prescale == 1.0;
+  for (const TensorArgs& tensor : op.tensors) {
+    const size_t n = static_cast<size_t>(tensor.count) * esize;
+    separate = separate && tensor.output != nullptr && tensor.output != tensor.input;
+    in.push_back({static_cast<char*>(const_cast<void*>(tensor.input)), n});
+    out.push_back({static_cast<char*>(tensor.output), n});
+  }
+  if (!separate) {
+    const Pieces buf(allreduce_pieces(op));
+    return allreduce_in_place_local(comm, buf, buf, spec, ran);
+  }
+  return allreduce_in_place_local(comm, Pieces(std::move(in)), Pieces(std::move(out)), spec, ran);
+}
+
 Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
-  std::vector<Piece> pieces = allreduce_pieces(op);
   Comm comm = make_comm(op);
   ReduceSpec spec;
   spec.dtype = op.dtype;
@@ -97,7 +119,19 @@ Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
   spec.divisor = op.reduce_op == HVD_OP_AVERAGE ? comm.size() : 1;
   spec.postscale = op.postscale;
   comm.trace = op.trace;
-  Status st = allreduce(comm, Pieces(std::move(pieces)), spec);
+  size_t bytes = 0;
+  for (const TensorArgs& tensor : op.tensors) {
+    bytes += static_cast<size_t>(tensor.count) * common::dtype_size(op.dtype);
+  }
+  bool ran = false;
+  Status st;
+  // The same choice on every member. Integer averages widen first (allreduce() reads in place).
+  if (comm.local != nullptr && comm.size() > 1 && bytes > 0 && bytes >= comm.local->min_bytes &&
+      !is_integer_average(spec)) {
+    st = allreduce_local(op, comm, spec, &ran);
+    comm.local = nullptr;  // refused: not again in allreduce()
+  }
+  if (st.is_ok() && !ran) st = allreduce(comm, Pieces(allreduce_pieces(op)), spec);
   if (st.is_ok()) return st;
   if (op.tensors.size() == 1) {
     return st.with_context(common::strfmt("allreduce of '%s'", op.tensors[0].name.c_str()));

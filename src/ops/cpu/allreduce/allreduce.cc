@@ -15,7 +15,7 @@ Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
   }
   if (comm.local != nullptr && bytes >= comm.local->min_bytes) {
     bool ran = false;
-    Status st = allreduce_in_place_local(comm, buf, spec, &ran);
+    Status st = allreduce_in_place_local(comm, buf, buf, spec, &ran);
     if (ran || !st.is_ok()) return st;
   }
   const size_t count = bytes / common::dtype_size(spec.dtype);

@@ -22,10 +22,12 @@ Status allreduce_ring(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 Status allreduce_ordered(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
 // Among ranks of one host (comm.local set): reads the peers' buffers in place (local/peer_view.h)
-// and reduces chunk m on member m. *ran is false, and nothing happened, when the members may not
-// read each other's memory (agreed on by all; logged once): the caller runs another algorithm.
+// and reduces chunk m on member m, from `in` (the same object as `out` in place, else a view of
+// the same layout) into `out`. *ran is false, and nothing happened, when the members may not read
+// each other's memory (agreed on by all; logged once): the caller runs another algorithm.
 // Results depend only on the member count, as with allreduce_ordered.
-Status allreduce_in_place_local(Comm& comm, const Pieces& buf, const ReduceSpec& spec, bool* ran);
+Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
+                                const ReduceSpec& spec, bool* ran);
 
 // Low latency for small messages: every member sends its data to every other, and each member
 // reduces all contributions in member order (so all results agree bit for bit).

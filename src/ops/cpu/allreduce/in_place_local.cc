@@ -1,7 +1,7 @@
 // The allreduce among ranks of one host that reads the peers' buffers in place: member m reduces
-// chunk m from every member's buffer (mapped, or read through the kernel a segment at a time),
-// then every member copies the other finished chunks out of their owners' buffers. Only tiny
-// messages cross the transport: the buffer descriptions and two "done" notices.
+// chunk m of every member's input (mapped, or read through the kernel a segment at a time) into
+// its output, then every member copies the other finished chunks out of their owners' outputs. Only
+// tiny messages cross the transport: the buffer descriptions and two "done" notices.
 #include <cstring>
 #include <vector>
 
@@ -64,23 +64,30 @@ Status share_outcome(Comm& comm, int step, const Status& mine, const char* what,
   return Status::ok();
 }
 
-// Exchanges buffer descriptions and opens a view of each peer's buffer. A view that cannot be
-// opened goes to *access (the peers must still hear of it); only transport failures return.
-Status open_peers(Comm& comm, const Pieces& buf, LocalAccess& access, std::vector<PeerView>* views,
-                  bool* needs_cma, Status* opened) {
-  const std::string mine = local::encode(local::describe(buf));
+// A peer's input (reduced from in the first phase) and output (copied from in the second).
+struct PeerViews {
+  PeerView in, out;
+};
+
+// Exchanges buffer descriptions and opens views of each peer's buffers. A view that cannot be
+// opened goes to *opened (the peers must still hear of it); only transport failures return.
+Status open_peers(Comm& comm, const Pieces& in, const Pieces& out, LocalAccess& access,
+                  std::vector<PeerViews>* views, bool* needs_cma, Status* opened) {
+  const std::string mine = local::encode(local::describe(in, out));
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
   access.regions.trim(kMappedRegions);
-  views->assign(comm.size(), PeerView());
+  views->assign(comm.size(), PeerViews());
   *needs_cma = false;
   *opened = Status::ok();
   for (int m = 0; m < comm.size(); ++m) {
     local::BufferDesc desc;
-    Status st = local::decode(all.data() + m * mine.size(), mine.size(), buf, &desc);
+    Status st = local::decode(all.data() + m * mine.size(), mine.size(), out, &desc);
     *needs_cma = *needs_cma || !desc.all_in_regions();
     if (m == comm.index) continue;
-    if (st.is_ok()) st = (*views)[m].open(desc, access.regions);
+    PeerViews& v = (*views)[m];
+    if (st.is_ok()) st = v.in.open(desc.pid, desc.inputs, access.regions);
+    if (st.is_ok()) st = v.out.open(desc.pid, desc.outputs, access.regions);
     if (opened->is_ok() && !st.is_ok()) *opened = st;
   }
   return Status::ok();
@@ -97,14 +104,14 @@ void log_fallback(LocalAccess& access, const Status& why) {
 
 // The first op of a member set with a kind of access (kernel reads or mappings) tries it and
 // the members agree; the verdict holds for the set's later ops.
-Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector<PeerView>& views,
+Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector<PeerViews>& views,
               Status opened, bool* use) {
   SetAccess& set = access.sets[comm.members];
   Verdict& verdict = needs_cma ? set.cma : set.mapping;
   *use = verdict == Verdict::kAllowed;
   if (verdict != Verdict::kUnknown) return Status::ok();
   for (int m = 0; m < comm.size() && opened.is_ok() && needs_cma; ++m) {
-    if (m != comm.index) opened = views[m].probe_cma();
+    if (m != comm.index) opened = views[m].in.probe_cma();
   }
   if (opened.is_ok() && !access.reads_allowed) {
     opened = Status(HVD_ERR_UNSUPPORTED, "HVDC_PEER_READS=0 forbids it");
@@ -114,53 +121,81 @@ Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector
       share_outcome(comm, kStepAgree, opened, "read its local peers' memory", &agreed));
   verdict = agreed.is_ok() ? Verdict::kAllowed : Verdict::kRefused;
   if (!agreed.is_ok()) log_fallback(access, agreed);
+  if (agreed.is_ok()) {
+    HVDC_LOG_INFO("allreduces among %d ranks of this host read each other's %s in place", comm.size(),
+                  needs_cma ? "buffers (cross-memory attach)" : "hvd_mem_alloc buffers (mapped)");
+  }
   *use = agreed.is_ok();
   return Status::ok();
 }
 
-// Reduces this member's chunk over every member, in member order, and finishes it (average,
-// postscale) in place.
-Status reduce_own_chunk(Comm& comm, const Pieces& buf, const Chunks& ch,
-                        const std::vector<PeerView>& views, const ReduceSpec& spec) {
+bool same_buffers(const Pieces& in, const Pieces& out) {
+  if (in.count() != out.count()) return false;
+  for (size_t i = 0; i < in.count(); ++i) {
+    if (in.piece(i).data != out.piece(i).data) return false;
+  }
+  return true;
+}
+
+// Where this member's own contribution to segment s comes from: its input in place, or a copy
+// where the segment is staged, or where the sum (into its output) would overwrite it first.
+const char* own_source(const Comm& comm, const Pieces& in, bool in_place, const Segment& s,
+                       char* slot) {
+  if (in_place) {
+    if (s.staged) in.gather(s.offset, s.bytes, s.addr);
+    return comm.index >= 2 ? static_cast<const char*>(std::memcpy(slot, s.addr, s.bytes)) : s.addr;
+  }
+  if (const char* direct = in.contiguous(s.offset, s.bytes)) return direct;
+  in.gather(s.offset, s.bytes, slot);
+  return slot;
+}
+
+// Reduces this member's chunk of every member's input, in member order, into its output and
+// finishes it (average, postscale).
+Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
+                        const std::vector<PeerViews>& views, const ReduceSpec& spec) {
   const int n = comm.size();
   const int me = comm.index;
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
-  std::vector<Segment> segs = split_segments(buf, ch.offset(me), ch.bytes(me), limits);
+  std::vector<Segment> segs = split_segments(out, ch.offset(me), ch.bytes(me), limits);
   place_staged(segs, comm.staging_bytes(staged_bytes(segs)));
   std::vector<char>& bounce = comm.local->bounce;
   if (bounce.size() < n * limits.max_staged) bounce.resize(n * limits.max_staged);
+  const bool in_place = same_buffers(in, out);
   std::vector<const char*> src(n);
   for (const Segment& s : segs) {
-    if (s.staged) buf.gather(s.offset, s.bytes, s.addr);
     for (int m = 0; m < n; ++m) {
       char* slot = bounce.data() + m * limits.max_staged;
-      src[m] = m == me ? s.addr : views[m].mapped(s.offset, s.bytes);
-      // The sum runs into this member's segment: from member 2 on, its own data must be kept.
-      if (m == me && me >= 2) src[m] = static_cast<const char*>(std::memcpy(slot, s.addr, s.bytes));
-      if (src[m] != nullptr) continue;
-      HVDC_RETURN_IF_ERROR(views[m].read(s.offset, s.bytes, slot));
-      src[m] = slot;
+      if (m == me) {
+        src[m] = own_source(comm, in, in_place, s, slot);
+      } else if ((src[m] = views[m].in.mapped(s.offset, s.bytes)) == nullptr) {
+        HVDC_RETURN_IF_ERROR(views[m].in.read(s.offset, s.bytes, slot));
+        src[m] = slot;
+      }
     }
     const size_t count = s.bytes / ch.esize;
     reduce(s.addr, src[0], src[1], count, spec.dtype, spec.op);
     for (int m = 2; m < n; ++m) reduce(s.addr, s.addr, src[m], count, spec.dtype, spec.op);
     finish_reduction(s.addr, count, spec);
-    if (s.staged) buf.scatter(s.offset, s.bytes, s.addr);
+    if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
   }
   return Status::ok();
 }
 
-Status copy_other_chunks(Comm& comm, const Pieces& buf, const Chunks& ch,
-                         const std::vector<PeerView>& views) {
+Status copy_other_chunks(Comm& comm, const Pieces& out, const Chunks& ch,
+                         const std::vector<PeerViews>& views) {
   for (int m = 0; m < comm.size(); ++m) {
-    if (m != comm.index) HVDC_RETURN_IF_ERROR(views[m].read_into(buf, ch.offset(m), ch.bytes(m)));
+    if (m != comm.index) {
+      HVDC_RETURN_IF_ERROR(views[m].out.read_into(out, ch.offset(m), ch.bytes(m)));
+    }
   }
   return Status::ok();
 }
 
 }  // namespace
 
-Status allreduce_in_place_local(Comm& comm, const Pieces& buf, const ReduceSpec& spec, bool* ran) {
+Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
+                                const ReduceSpec& spec, bool* ran) {
   *ran = false;
   LocalAccess& access = *comm.local;
   auto known = access.sets.find(comm.members);
@@ -168,22 +203,22 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& buf, const ReduceSpec&
       known->second.mapping == Verdict::kRefused) {
     return Status::ok();
   }
-  std::vector<PeerView> views;
+  std::vector<PeerViews> views;
   bool needs_cma = false;
   Status opened;
-  HVDC_RETURN_IF_ERROR(open_peers(comm, buf, access, &views, &needs_cma, &opened));
+  HVDC_RETURN_IF_ERROR(open_peers(comm, in, out, access, &views, &needs_cma, &opened));
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, needs_cma, views, opened, &use));
   if (!use) return Status::ok();
   *ran = true;
-  const Chunks ch = make_chunks(buf, comm.size(), common::dtype_size(spec.dtype));
-  Status st = opened.is_ok() ? reduce_own_chunk(comm, buf, ch, views, spec) : opened;
+  const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
+  Status st = opened.is_ok() ? reduce_own_chunk(comm, in, out, ch, views, spec) : opened;
   // Every member's chunk must be finished before anyone copies it, and stay unchanged until
   // every member copied it.
   Status agreed;
   HVDC_RETURN_IF_ERROR(share_outcome(comm, kStepReduced, st, "reduce its part in place", &agreed));
   HVDC_RETURN_IF_ERROR(agreed);
-  st = copy_other_chunks(comm, buf, ch, views);
+  st = copy_other_chunks(comm, out, ch, views);
   HVDC_RETURN_IF_ERROR(
       share_outcome(comm, kStepCopied, st, "copy the reduced parts of its peers", &agreed));
   return agreed;

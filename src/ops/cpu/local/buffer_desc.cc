@@ -26,47 +26,68 @@ T get(const char*& p) {
   return value;
 }
 
+void put_piece(std::string* out, const PieceDesc& p) {
+  put<uint64_t>(out, p.addr);
+  put<uint64_t>(out, p.bytes);
+  put<uint64_t>(out, p.region.id);
+  put<uint64_t>(out, p.region.offset);
+  put<uint64_t>(out, p.region.mapped_bytes);
+  put<int64_t>(out, p.region.fd);
+}
+
+PieceDesc get_piece(const char*& p) {
+  PieceDesc d;
+  d.addr = get<uint64_t>(p);
+  d.bytes = get<uint64_t>(p);
+  d.region.id = get<uint64_t>(p);
+  d.region.offset = get<uint64_t>(p);
+  d.region.mapped_bytes = get<uint64_t>(p);
+  d.region.fd = static_cast<int32_t>(get<int64_t>(p));
+  return d;
+}
+
+std::vector<PieceDesc> describe_pieces(const Pieces& buf) {
+  std::vector<PieceDesc> out(buf.count());
+  for (size_t i = 0; i < buf.count(); ++i) {
+    const Piece& piece = buf.piece(i);
+    out[i].addr = reinterpret_cast<uintptr_t>(piece.data);
+    out[i].bytes = piece.bytes;
+    if (!memory::locate_in_region(piece.data, piece.bytes, &out[i].region)) out[i].region = {};
+  }
+  return out;
+}
+
 }  // namespace
 
 bool BufferDesc::all_in_regions() const {
-  for (const PieceDesc& p : pieces) {
-    if (p.region.id == 0) return false;
+  for (const std::vector<PieceDesc>* side : {&inputs, &outputs}) {
+    for (const PieceDesc& p : *side) {
+      if (p.region.id == 0) return false;
+    }
   }
   return true;
 }
 
-BufferDesc describe(const Pieces& buf) {
+BufferDesc describe(const Pieces& in, const Pieces& out) {
   BufferDesc desc;
   desc.pid = getpid();
-  desc.pieces.resize(buf.count());
-  for (size_t i = 0; i < buf.count(); ++i) {
-    const Piece& piece = buf.piece(i);
-    PieceDesc& d = desc.pieces[i];
-    d.addr = reinterpret_cast<uintptr_t>(piece.data);
-    d.bytes = piece.bytes;
-    if (!memory::locate_in_region(piece.data, piece.bytes, &d.region)) d.region = {};
-  }
+  desc.inputs = describe_pieces(in);
+  desc.outputs = describe_pieces(out);
   return desc;
 }
 
 size_t encoded_size(size_t pieces) {
-  return kHeaderBytes + pieces * kPieceBytes;
+  return kHeaderBytes + 2 * pieces * kPieceBytes;
 }
 
 std::string encode(const BufferDesc& desc) {
   std::string out;
-  out.reserve(encoded_size(desc.pieces.size()));
+  out.reserve(encoded_size(desc.outputs.size()));
   put<uint32_t>(&out, kMagic);
   put<int32_t>(&out, desc.pid);
-  put<uint64_t>(&out, desc.pieces.size());
-  for (const PieceDesc& p : desc.pieces) {
-    put<uint64_t>(&out, p.addr);
-    put<uint64_t>(&out, p.bytes);
-    put<uint64_t>(&out, p.region.id);
-    put<uint64_t>(&out, p.region.offset);
-    put<uint64_t>(&out, p.region.mapped_bytes);
-    put<int64_t>(&out, p.region.fd);
-  }
+  put<uint64_t>(&out, desc.outputs.size());
+  for (const PieceDesc& p : desc.inputs) put_piece(&out, p);
+  for (const PieceDesc& p : desc.outputs) put_piece(&out, p);
   return out;
 }
 
@@ -83,19 +104,16 @@ Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* ou
   if (get<uint64_t>(p) != mine.count()) {
     return make_error(HVD_ERR_INTERNAL, "a peer's buffer has another piece count");
   }
-  out->pieces.resize(mine.count());
-  for (size_t i = 0; i < mine.count(); ++i) {
-    PieceDesc& d = out->pieces[i];
-    d.addr = get<uint64_t>(p);
-    d.bytes = get<uint64_t>(p);
-    d.region.id = get<uint64_t>(p);
-    d.region.offset = get<uint64_t>(p);
-    d.region.mapped_bytes = get<uint64_t>(p);
-    d.region.fd = static_cast<int32_t>(get<int64_t>(p));
-    if (d.bytes != mine.piece(i).bytes) {
-      return make_error(HVD_ERR_INTERNAL, "piece %zu of a peer's buffer has %llu bytes, not %zu", i,
-                        static_cast<unsigned long long>(d.bytes), mine.piece(i).bytes);
+  out->inputs.clear();
+  out->outputs.clear();
+  for (size_t i = 0; i < 2 * mine.count(); ++i) {
+    const PieceDesc d = get_piece(p);
+    const size_t want = mine.piece(i % mine.count()).bytes;
+    if (d.bytes != want) {
+      return make_error(HVD_ERR_INTERNAL, "piece %zu of a peer's buffer has %llu bytes, not %zu",
+                        i % mine.count(), static_cast<unsigned long long>(d.bytes), want);
     }
+    (i < mine.count() ? out->inputs : out->outputs).push_back(d);
   }
   return Status::ok();
 }

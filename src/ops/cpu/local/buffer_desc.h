@@ -24,15 +24,18 @@ struct PieceDesc {
   memory::RegionRef region;  // region.id == 0: not in a shared region
 };
 
+// The input the peers reduce from and the output they copy results from; the same pieces for
+// an allreduce in place.
 struct BufferDesc {
   pid_t pid = 0;
-  std::vector<PieceDesc> pieces;
+  std::vector<PieceDesc> inputs;
+  std::vector<PieceDesc> outputs;
 
   bool all_in_regions() const;
 };
 
-BufferDesc describe(const Pieces& buf);
-// The encoded length of a description of `pieces` pieces.
+BufferDesc describe(const Pieces& in, const Pieces& out);
+// The encoded length of a description with `pieces` pieces on each side.
 size_t encoded_size(size_t pieces);
 std::string encode(const BufferDesc& desc);
 // Checks the record against the layout of `mine` (the same piece sizes in the same order).

@@ -10,12 +10,13 @@ namespace hvdc::ops::cpu::local {
 
 using common::make_error;
 
-Status PeerView::open(const BufferDesc& desc, memory::PeerRegions& regions) {
-  pid_ = desc.pid;
+Status PeerView::open(pid_t pid, const std::vector<PieceDesc>& pieces,
+                      memory::PeerRegions& regions) {
+  pid_ = pid;
   parts_.clear();
   needs_cma_ = false;
   size_t start = 0;
-  for (const PieceDesc& p : desc.pieces) {
+  for (const PieceDesc& p : pieces) {
     Part part{start, p.bytes, p.addr, nullptr};
     if (p.region.id != 0) {
       const char* base = nullptr;

@@ -13,8 +13,8 @@ namespace hvdc::ops::cpu::local {
 
 class PeerView {
  public:
-  // Maps the region pieces of `desc`; a failure names the peer's pid and the reason.
-  Status open(const BufferDesc& desc, memory::PeerRegions& regions);
+  // Maps the region pieces of process pid's `pieces`; a failure names the pid and the reason.
+  Status open(pid_t pid, const std::vector<PieceDesc>& pieces, memory::PeerRegions& regions);
   // True if some piece is read through process_vm_readv.
   bool needs_cma() const { return needs_cma_; }
   // Reads one byte through process_vm_readv: whether this process may read the peer's memory.
