@@ -19,11 +19,12 @@ using hvdc::common::Status;
 // Every variable the registry reads. Each test starts with all of them unset and gets the
 // process environment back afterwards.
 const char* const kVariables[] = {
-    "HVDC_LOG_LEVEL",      "HOROVOD_LOG_LEVEL",      "HVDC_HOSTNAME",
-    "HVDC_BOOTSTRAP",      "HVDC_SPIN_MICROS",       "HVDC_SMALL_ALLREDUCE_BYTES",
-    "HVDC_SEGMENT_BYTES",  "HVDC_FUSION_THRESHOLD",  "HOROVOD_FUSION_THRESHOLD",
-    "HVDC_CACHE_CAPACITY", "HOROVOD_CACHE_CAPACITY", "HVDC_DETERMINISTIC",
-    "HVDC_TIMEOUT",        "HVDC_PROCESS_SETS",      "HVDC_ROUND_TREE_MIN_RANKS",
+    "HVDC_LOG_LEVEL",       "HOROVOD_LOG_LEVEL",      "HVDC_HOSTNAME",
+    "HVDC_BOOTSTRAP",       "HVDC_SPIN_MICROS",       "HVDC_SMALL_ALLREDUCE_BYTES",
+    "HVDC_SEGMENT_BYTES",   "HVDC_FUSION_THRESHOLD",  "HOROVOD_FUSION_THRESHOLD",
+    "HVDC_CACHE_CAPACITY",  "HOROVOD_CACHE_CAPACITY", "HVDC_DETERMINISTIC",
+    "HVDC_TIMEOUT",         "HVDC_PROCESS_SETS",      "HVDC_ROUND_TREE_MIN_RANKS",
+    "HVDC_LOCAL_MIN_BYTES", "HVDC_PEER_READS",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -74,6 +75,8 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 50);
   EXPECT_EQ(s.get_int("HVDC_SMALL_ALLREDUCE_BYTES"), 65536);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
   for (const char* name : kVariables) {
     if (std::string(name).rfind("HVDC_", 0) != 0) continue;
     ASSERT_EQ(s.entries().count(name), 1u) << name;
@@ -233,6 +236,8 @@ TEST_F(ConfigTest, FailureLeavesOutputUntouched) {
   EXPECT_FALSE(Settings::resolve({}, &s).is_ok());
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 9);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
 }
 
 TEST_F(ConfigTest, RegistryLookupByKey) {
