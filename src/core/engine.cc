@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <climits>
+#include <sstream>
+#include <utility>
 
 #include "common/log.h"
 #include "core/faults/pending_report.h"
@@ -25,17 +27,33 @@ std::string system_hostname() {
   return name;
 }
 
-// Every rank must run rounds the same way (tree or all-to-all), or each waits for messages the
-// others never send: init fails on every rank when HVDC_ROUND_TREE_MIN_RANKS differs.
-Status agree_on_round_tree(bootstrap::Bootstrap& bootstrap, int min_ranks) {
+// Settings that decide which messages a collective exchanges: a rank with another value would
+// wait for messages its peers never send (rounds by tree or all-to-all, which algorithm, how the
+// ring cuts segments). Init fails on every rank, naming the first difference.
+Status agree_on_settings(bootstrap::Bootstrap& bootstrap, const EngineConfig& config) {
+  const std::vector<std::pair<const char*, int64_t>> mine = {
+      {"HVDC_ROUND_TREE_MIN_RANKS", config.round_tree_min_ranks},
+      {"HVDC_SMALL_ALLREDUCE_BYTES", static_cast<int64_t>(config.small_allreduce_bytes)},
+      {"HVDC_SEGMENT_BYTES", static_cast<int64_t>(config.segment_bytes)},
+      {"HVDC_LOCAL_MIN_BYTES", static_cast<int64_t>(config.local_min_bytes)},
+      {"HVDC_DETERMINISTIC", config.deterministic ? 1 : 0},
+  };
+  std::string text;
+  for (const auto& [name, value] : mine) text += std::to_string(value) + " ";
   std::vector<std::string> all;
-  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(bootstrap, std::to_string(min_ranks), &all));
+  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(bootstrap, text, &all));
   for (size_t r = 1; r < all.size(); ++r) {
-    if (all[r] != all[0]) {
+    if (all[r] == all[0]) continue;
+    std::istringstream first(all[0]), other(all[r]);
+    for (const auto& [name, value] : mine) {
+      std::string a, b;
+      first >> a;
+      other >> b;
+      if (a == b) continue;
       return make_error(HVD_ERR_INVALID_ARGUMENT,
-                        "HVDC_ROUND_TREE_MIN_RANKS differs across ranks: rank 0 has %s, rank %zu "
-                        "has %s; set it to the same value on every rank",
-                        all[0].c_str(), r, all[r].c_str());
+                        "%s differs across ranks: rank 0 has %s, rank %zu has %s; set it to the "
+                        "same value on every rank",
+                        name, a.c_str(), r, b.c_str());
     }
   }
   return Status::ok();
@@ -118,7 +136,7 @@ Status Engine::connect() {
   std::vector<std::string> hosts;
   HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(*bootstrap_, host, &hosts));
   topology_ = compute_topology(rank, hosts);
-  HVDC_RETURN_IF_ERROR(agree_on_round_tree(*bootstrap_, config_.round_tree_min_ranks));
+  HVDC_RETURN_IF_ERROR(agree_on_settings(*bootstrap_, config_));
   MemberSetsConfig sets;
   sets.cache_capacity = config_.cache_capacity;
   sets.stall_check_seconds = config_.stall_check_seconds;

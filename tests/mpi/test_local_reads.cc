@@ -6,7 +6,8 @@
 //   rank1   rank 1 runs with HVDC_PEER_READS=0: every rank falls back, says so once, and the
 //           results stay right;
 //   ptrace  every rank makes itself non-dumpable and drops CAP_SYS_PTRACE: the kernel refuses
-//           process_vm_readv and /proc/<pid>/fd, as under a strict ptrace policy.
+//           process_vm_readv and /proc/<pid>/fd, as under a strict ptrace policy;
+//   differ  rank 1 sets another HVDC_LOCAL_MIN_BYTES: init fails on every rank, naming it.
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -153,6 +154,19 @@ void test_layouts(Results& results) {
   }
 }
 
+// A rank that would choose the in-place path where its peers do not: refused at init, everywhere.
+int expect_init_refused(int world_rank) {
+  if (world_rank == 1) setenv("HVDC_LOCAL_MIN_BYTES", "1024", 1);
+  const hvd_status_t s = hvd_init();
+  const std::string message = hvd_last_error_message();
+  const bool ok = s == HVD_ERR_INVALID_ARGUMENT &&
+                  message.find("HVDC_LOCAL_MIN_BYTES differs across ranks") != std::string::npos;
+  std::printf("%s local.settings-differ (rank %d): %s\n", ok ? "[ OK ]" : "[FAIL]", world_rank,
+              message.c_str());
+  if (s == HVD_SUCCESS) hvd_shutdown();
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int run_local_reads_suite() {
@@ -166,6 +180,7 @@ int run_local_reads_suite() {
     std::fprintf(stderr, "local: cannot set up the refusal: %s\n", why.c_str());
     return 1;
   }
+  if (mode == "differ") return expect_init_refused(world_rank);
   hvd_set_log_callback(count_lines, nullptr);
   if (hvd_init() != HVD_SUCCESS) {
     std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
