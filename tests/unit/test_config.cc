@@ -90,7 +90,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
   EXPECT_EQ(s.get_int("HVDC_ROUND_TREE_MIN_RANKS"), 64);
-  EXPECT_EQ(s.entries().size(), 23u);
+  EXPECT_EQ(s.entries().size(), 25u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }
