@@ -86,8 +86,8 @@ Status open_peers(Comm& comm, const Pieces& in, const Pieces& out, LocalAccess& 
     *needs_cma = *needs_cma || !desc.all_in_regions();
     if (m == comm.index) continue;
     PeerViews& v = (*views)[m];
-    if (st.is_ok()) st = v.in.open(desc.pid, desc.inputs, access.regions);
-    if (st.is_ok()) st = v.out.open(desc.pid, desc.outputs, access.regions);
+    if (st.is_ok()) st = v.in.open(desc.pid, comm.members[m], desc.inputs, access.regions);
+    if (st.is_ok()) st = v.out.open(desc.pid, comm.members[m], desc.outputs, access.regions);
     if (opened->is_ok() && !st.is_ok()) *opened = st;
   }
   return Status::ok();
@@ -118,11 +118,13 @@ Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector
   }
   Status agreed;
   HVDC_RETURN_IF_ERROR(
-      share_outcome(comm, kStepAgree, opened, "read its local peers' memory", &agreed));
+      share_outcome(comm, kStepAgree, opened, "or may not read its local peers' memory", &agreed));
+  if (agreed.code() == HVD_ERR_PEER_FAILURE) return agreed;  // a peer died: no verdict
   verdict = agreed.is_ok() ? Verdict::kAllowed : Verdict::kRefused;
   if (!agreed.is_ok()) log_fallback(access, agreed);
   if (agreed.is_ok()) {
-    HVDC_LOG_INFO("allreduces among %d ranks of this host read each other's %s in place", comm.size(),
+    HVDC_LOG_INFO("allreduces among %d ranks of this host read each other's %s in place",
+                  comm.size(),
                   needs_cma ? "buffers (cross-memory attach)" : "hvd_mem_alloc buffers (mapped)");
   }
   *use = agreed.is_ok();

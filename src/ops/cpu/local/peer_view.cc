@@ -10,9 +10,10 @@ namespace hvdc::ops::cpu::local {
 
 using common::make_error;
 
-Status PeerView::open(pid_t pid, const std::vector<PieceDesc>& pieces,
+Status PeerView::open(pid_t pid, int rank, const std::vector<PieceDesc>& pieces,
                       memory::PeerRegions& regions) {
   pid_ = pid;
+  rank_ = rank;
   parts_.clear();
   needs_cma_ = false;
   size_t start = 0;
@@ -58,6 +59,12 @@ Status PeerView::read_remote(const Part& part, size_t skip, size_t len, char* ds
     iovec local{dst, len};
     iovec remote{reinterpret_cast<void*>(part.addr + skip), len};
     const ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == ESRCH) {
+      // The peer died: as fatal as a lost connection, so that every rank's work ends.
+      return make_error(HVD_ERR_PEER_FAILURE,
+                        "rank %d (process %d on this host) exited while its buffer was being read",
+                        rank_, static_cast<int>(pid_));
+    }
     if (got <= 0) {
       return make_error(HVD_ERR_SYSTEM,
                         "reading %zu bytes of process %d (a rank on this host) with "

@@ -13,11 +13,14 @@ namespace hvdc::ops::cpu::local {
 
 class PeerView {
  public:
-  // Maps the region pieces of process pid's `pieces`; a failure names the pid and the reason.
-  Status open(pid_t pid, const std::vector<PieceDesc>& pieces, memory::PeerRegions& regions);
+  // Maps the region pieces of `pieces`, those of process pid (global rank `rank`); a failure
+  // names the pid and the reason.
+  Status open(pid_t pid, int rank, const std::vector<PieceDesc>& pieces,
+              memory::PeerRegions& regions);
   // True if some piece is read through process_vm_readv.
   bool needs_cma() const { return needs_cma_; }
   // Reads one byte through process_vm_readv: whether this process may read the peer's memory.
+  // Reads of a process that is gone fail with HVD_ERR_PEER_FAILURE, others HVD_ERR_SYSTEM.
   Status probe_cma() const;
 
   // The peer's bytes [offset, offset + len) when they lie in one mapped piece, else nullptr.
@@ -38,6 +41,7 @@ class PeerView {
   Status read_remote(const Part& part, size_t skip, size_t len, char* dst) const;
 
   pid_t pid_ = 0;
+  int rank_ = -1;
   std::vector<Part> parts_;
   bool needs_cma_ = false;
 };
