@@ -7,6 +7,8 @@
 // member order over the transport: the two must agree bit for bit on arbitrary bytes (NaNs,
 // infinities, wrapping integers included).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -22,6 +24,7 @@
 #include "memory/shared_regions.h"
 #include "ops/cpu/allreduce/allreduce.h"
 #include "ops/cpu/local/local_access.h"
+#include "ops/cpu/local/peer_view.h"
 #include "ucx_ranks.h"
 
 namespace {
@@ -314,6 +317,51 @@ TEST(InPlaceLocalFallback, OneRefusingRankMakesEveryRankFallBackAndLogOnce) {
   hvdc::common::set_log_callback(nullptr, nullptr);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ("", problems[r]) << "rank " << r;
   EXPECT_EQ(kRanks, g_fallback_lines.load());
+}
+
+}  // namespace
+
+namespace {
+
+using hvdc::ops::cpu::local::PeerView;
+using hvdc::ops::cpu::local::PieceDesc;
+
+pid_t exited_child() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  return child;
+}
+
+// A peer that is gone fails a read as a peer failure naming its rank: fatal, as a lost
+// connection is, so that every rank's work ends instead of some waiting for it.
+TEST(PeerViewErrors, ReadingAProcessThatExitedIsAPeerFailure) {
+  static char remote[64];
+  PieceDesc piece;
+  piece.addr = reinterpret_cast<uintptr_t>(remote);
+  piece.bytes = sizeof remote;
+  hvdc::memory::PeerRegions regions;
+  PeerView view;
+  ASSERT_TRUE(view.open(exited_child(), 7, {piece}, regions).is_ok());
+  char got[64];
+  const Status st = view.read(0, sizeof got, got);
+  EXPECT_EQ(HVD_ERR_PEER_FAILURE, st.code()) << st.message();
+  EXPECT_NE(std::string::npos, st.message().find("rank 7")) << st.message();
+}
+
+// A region that cannot be mapped names the /proc path and the system's reason.
+TEST(PeerViewErrors, AnUnmappableRegionNamesThePath) {
+  PieceDesc piece;
+  piece.bytes = 4096;
+  piece.region.id = 1;
+  piece.region.fd = 1 << 20;  // no such descriptor
+  piece.region.mapped_bytes = 4096;
+  hvdc::memory::PeerRegions regions;
+  PeerView view;
+  const Status st = view.open(getpid(), 0, {piece}, regions);
+  EXPECT_EQ(HVD_ERR_SYSTEM, st.code()) << st.message();
+  EXPECT_NE(std::string::npos, st.message().find("/fd/1048576")) << st.message();
+  EXPECT_EQ(0u, regions.mapped_count());
 }
 
 }  // namespace
