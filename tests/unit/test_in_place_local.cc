@@ -46,10 +46,11 @@ using ucx_ranks::run_ranks;
 // Where a case's buffer lives.
 enum class Layout {
   kHeap,        // one heap buffer: read through the kernel
-  kMisaligned,  // a heap buffer one byte past an aligned address
+  kMisaligned,  // a heap buffer one element past an aligned address (an element's alignment is
+                // the API's rule; vector widths and cache lines are not)
   kRegion,      // an hvd_mem_alloc region on every rank: mapped, no kernel read
   kOddRanks,    // regions on even ranks, heap on odd ones: both ways in one op
-  kFused,       // three pieces of unequal size: region, heap, region at an odd offset
+  kFused,       // three pieces of unequal size: region, heap, region one element further on
 };
 const Layout kLayouts[] = {Layout::kHeap, Layout::kMisaligned, Layout::kRegion, Layout::kOddRanks,
                            Layout::kFused};
@@ -98,7 +99,7 @@ std::vector<Piece> place(Layout layout, int rank, const Bytes& input, char* regi
       pieces = {{reinterpret_cast<char*>(heap.data()), total}};
       break;
     case Layout::kMisaligned:
-      pieces = {{reinterpret_cast<char*>(heap.data()) + 1, total}};
+      pieces = {{reinterpret_cast<char*>(heap.data()) + esize, total}};
       break;
     case Layout::kRegion:
       pieces = {{region, total}};
@@ -109,7 +110,8 @@ std::vector<Piece> place(Layout layout, int rank, const Bytes& input, char* regi
     case Layout::kFused: {
       const size_t count = total / esize;
       const size_t a = count / 3 * esize, b = count / 5 * esize;
-      pieces = {{region, a}, {reinterpret_cast<char*>(heap.data()) + 8, b}, {region + a + 3, 0}};
+      pieces = {
+          {region, a}, {reinterpret_cast<char*>(heap.data()) + 8, b}, {region + a + esize, 0}};
       pieces[2].bytes = total - a - b;
       break;
     }
