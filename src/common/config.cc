@@ -133,7 +133,7 @@ const std::vector<Knob>& knob_registry() {
        "Microseconds the engine thread polls for work before it sleeps."},
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
-      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "262144", parse_non_negative,
+      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "1048576", parse_non_negative,
        "Allreduces of host memory among ranks of one host read the peers' buffers in place from "
        "this size on (docs/memory.md)."},
       {"HVDC_PEER_READS", nullptr, -1, true, "1", parse_bool,

@@ -136,7 +136,8 @@ std::string run_layout(const Layout& l, int32_t op, size_t count, int tensors,
 }
 
 void test_layouts(Results& results) {
-  // 256 KiB (the default threshold), an odd count above 1 MiB, 16 MiB; and 5 fused tensors.
+  // 256 KiB (the threshold the suite sets), an odd count above 1 MiB, 16 MiB; and 5 fused
+  // tensors.
   const size_t counts[] = {65536, 262147, 4u << 20};
   const int32_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MAX};
   for (const Layout& l : kLayouts) {
@@ -156,7 +157,7 @@ void test_layouts(Results& results) {
 
 // A rank that would choose the in-place path where its peers do not: refused at init, everywhere.
 int expect_init_refused(int world_rank) {
-  if (world_rank == 1) setenv("HVDC_LOCAL_MIN_BYTES", "1024", 1);
+  if (world_rank == 1) setenv("HVDC_LOCAL_MIN_BYTES", "1024", 1);  // the others: 262144
   const hvd_status_t s = hvd_init();
   const std::string message = hvd_last_error_message();
   const bool ok = s == HVD_ERR_INVALID_ARGUMENT &&

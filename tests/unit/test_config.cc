@@ -75,7 +75,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 50);
   EXPECT_EQ(s.get_int("HVDC_SMALL_ALLREDUCE_BYTES"), 65536);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
-  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 1048576);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
   for (const char* name : kVariables) {
     if (std::string(name).rfind("HVDC_", 0) != 0) continue;
@@ -236,7 +236,7 @@ TEST_F(ConfigTest, FailureLeavesOutputUntouched) {
   EXPECT_FALSE(Settings::resolve({}, &s).is_ok());
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 9);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
-  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 1048576);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
 }
 
