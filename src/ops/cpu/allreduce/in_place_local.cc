@@ -48,17 +48,22 @@ Status exchange_all(Comm& comm, int step, const char* mine, size_t bytes, std::v
   return comm.transport->wait(reqs.data(), r, comm.interrupt);
 }
 
-// Tells every member whether this one succeeded and hears from them. Returns the transport's
-// failures; *agreed is ok only if every member succeeded, else this member's own failure or one
-// naming the first member that failed.
+// Tells every member whether this one succeeded (its status code) and hears from them. Returns
+// the transport's failures; *agreed is ok only if every member succeeded, else this member's own
+// failure or one naming the first member that failed, with that member's code: a peer failure
+// seen by one member is a peer failure everywhere (fatal, so every rank's work ends).
 Status share_outcome(Comm& comm, int step, const Status& mine, const char* what, Status* agreed) {
-  const char ok = mine.is_ok() ? 1 : 0;
+  const int32_t code = mine.code();
   std::vector<char> all;
-  HVDC_RETURN_IF_ERROR(exchange_all(comm, step, &ok, 1, &all));
+  HVDC_RETURN_IF_ERROR(
+      exchange_all(comm, step, reinterpret_cast<const char*>(&code), sizeof code, &all));
   *agreed = mine;
   for (int m = 0; m < comm.size() && agreed->is_ok(); ++m) {
-    if (all[m] == 0) {
-      *agreed = make_error(HVD_ERR_SYSTEM, "rank %d could not %s", comm.members[m], what);
+    int32_t theirs = HVD_SUCCESS;
+    std::memcpy(&theirs, all.data() + m * sizeof theirs, sizeof theirs);
+    if (theirs != HVD_SUCCESS) {
+      *agreed = make_error(theirs, "rank %d could not %s (%s)", comm.members[m], what,
+                           common::status_name(theirs));
     }
   }
   return Status::ok();
