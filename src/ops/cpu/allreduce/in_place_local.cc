@@ -2,6 +2,7 @@
 // chunk m of every member's input (mapped, or read through the kernel a segment at a time) into
 // its output, then every member copies the other finished chunks out of their owners' outputs. Only
 // tiny messages cross the transport: the buffer descriptions and two "done" notices.
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -48,22 +49,32 @@ Status exchange_all(Comm& comm, int step, const char* mine, size_t bytes, std::v
   return comm.transport->wait(reqs.data(), r, comm.interrupt);
 }
 
-// Tells every member whether this one succeeded (its status code) and hears from them. Returns
-// the transport's failures; *agreed is ok only if every member succeeded, else this member's own
-// failure or one naming the first member that failed, with that member's code: a peer failure
-// seen by one member is a peer failure everywhere (fatal, so every rank's work ends).
+// A member's outcome as its peers hear it: the status code and the start of the message (which
+// names the rank that failed, where one did).
+struct Outcome {
+  int32_t code;
+  char message[252];
+};
+
+// Tells every member whether this one succeeded and hears from them. Returns the transport's
+// failures; *agreed is ok only if every member succeeded, else this member's own failure or one
+// naming the first member that failed, with that member's code and reason: a peer failure seen
+// by one member is a peer failure everywhere (fatal, so every rank's work ends).
 Status share_outcome(Comm& comm, int step, const Status& mine, const char* what, Status* agreed) {
-  const int32_t code = mine.code();
+  Outcome out{};
+  out.code = mine.code();
+  std::snprintf(out.message, sizeof out.message, "%s", mine.message().c_str());
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(
-      exchange_all(comm, step, reinterpret_cast<const char*>(&code), sizeof code, &all));
+      exchange_all(comm, step, reinterpret_cast<const char*>(&out), sizeof out, &all));
   *agreed = mine;
   for (int m = 0; m < comm.size() && agreed->is_ok(); ++m) {
-    int32_t theirs = HVD_SUCCESS;
+    Outcome theirs;
     std::memcpy(&theirs, all.data() + m * sizeof theirs, sizeof theirs);
-    if (theirs != HVD_SUCCESS) {
-      *agreed = make_error(theirs, "rank %d could not %s (%s)", comm.members[m], what,
-                           common::status_name(theirs));
+    theirs.message[sizeof theirs.message - 1] = '\0';
+    if (theirs.code != HVD_SUCCESS) {
+      *agreed = make_error(theirs.code, "rank %d could not %s: %s", comm.members[m], what,
+                           theirs.message);
     }
   }
   return Status::ok();
