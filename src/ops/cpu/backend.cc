@@ -95,18 +95,20 @@ std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
 // outputs first, which would cost one more pass over memory.
 Status CpuBackend::allreduce_local(const CollectiveArgs& op, Comm& comm, const ReduceSpec& spec,
                                    bool* ran) {
-  const size_t esize = common::dtype_size(op.dtype);
-  std::vector<Piece> in, out;
   bool separate = op.prescale == 1.0;
   for (const TensorArgs& tensor : op.tensors) {
-    const size_t n = static_cast<size_t>(tensor.count) * esize;
     separate = separate && tensor.output != nullptr && tensor.output != tensor.input;
-    in.push_back({static_cast<char*>(const_cast<void*>(tensor.input)), n});
-    out.push_back({static_cast<char*>(tensor.output), n});
   }
   if (!separate) {
     const Pieces buf(allreduce_pieces(op));
     return allreduce_in_place_local(comm, buf, buf, spec, ran);
+  }
+  const size_t esize = common::dtype_size(op.dtype);
+  std::vector<Piece> in, out;
+  for (const TensorArgs& tensor : op.tensors) {
+    const size_t n = static_cast<size_t>(tensor.count) * esize;
+    in.push_back({static_cast<char*>(const_cast<void*>(tensor.input)), n});
+    out.push_back({static_cast<char*>(tensor.output), n});
   }
   return allreduce_in_place_local(comm, Pieces(std::move(in)), Pieces(std::move(out)), spec, ran);
 }
