@@ -1,5 +1,6 @@
 #include "api/api_state.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -9,7 +10,11 @@ namespace hvdc::api {
 
 namespace {
 thread_local std::string t_last_error;
+
+void mark_forked_child() {
+  state().forked_since_init.store(true, std::memory_order_relaxed);
 }
+}  // namespace
 
 ApiState& state() {
   static ApiState* s = new ApiState();  // never destroyed: callers may outlive static teardown
@@ -28,9 +33,17 @@ hvd_status_t report(const Status& status) {
   return status.code();
 }
 
+void record_owner() {
+  // Registered once per process; should it fail (no memory), every call compares the pid.
+  static const int registered = pthread_atfork(nullptr, nullptr, mark_forked_child);
+  state().forked_since_init.store(registered != 0, std::memory_order_relaxed);
+  state().owner_pid.store(getpid());
+}
+
 Status check_not_forked() {
-  pid_t owner = state().owner_pid.load();
-  if (owner != 0 && owner != getpid()) {
+  pid_t owner = state().owner_pid.load(std::memory_order_relaxed);
+  if (owner == 0 || !state().forked_since_init.load(std::memory_order_relaxed)) return Status::ok();
+  if (owner != getpid()) {
     return common::make_error(HVD_ERR_FORKED,
                               "this process was forked from process %d after hvd_init; the "
                               "child cannot use its parent's engine",

@@ -21,6 +21,9 @@ struct ApiState {
   std::mutex lifecycle_mutex;  // serializes init and shutdown
   std::atomic<core::Engine*> engine{nullptr};
   std::atomic<pid_t> owner_pid{0};
+  // Set in the child of every fork() after watch_for_fork(), so that the calls of the owner
+  // process compare no pid (getpid() is a system call on every hvd_* call otherwise).
+  std::atomic<bool> forked_since_init{false};
   core::HandleTable handles;
 };
 
@@ -43,6 +46,10 @@ Status run_blocking(core::Engine* engine, core::Request request, int32_t* value)
 Status copy_text(const std::string& text, char* buffer, size_t size, size_t* length);
 // HVD_ERR_FORKED in a child created by fork() after hvd_init, else ok.
 Status check_not_forked();
+// Records this process as the engine's owner (hvd_init), and from then on marks the child of
+// every fork() (pthread_atfork), which check_not_forked() reads. A child of a raw clone() that
+// skips the fork handlers is not noticed.
+void record_owner();
 
 // SIGUSR1 logs a hang report (forensics.cc); installed at init where SIGUSR1 has its default
 // action, removed at shutdown. Called with the lifecycle mutex held.

@@ -1,5 +1,4 @@
 // hvd_init, hvd_shutdown, topology queries, abort and the asynchronous error.
-#include <unistd.h>
 
 #include "api/api_state.h"
 
@@ -89,7 +88,7 @@ Status init(const hvd_config_t* config) {
   HVDC_RETURN_IF_ERROR(Engine::start(std::move(bootstrap), engine_config(settings), &engine)
                            .with_context("hvd_init"));
   hvdc::common::set_process_log_rank(engine->topology().rank);
-  state().owner_pid.store(getpid());
+  hvdc::api::record_owner();
   state().engine.store(engine.release(), std::memory_order_release);
   hvdc::api::install_dump_signal();
   return Status::ok();

@@ -248,14 +248,18 @@ Status Engine::async_error() const {
 
 void Engine::run() {
   common::set_thread_log_rank(topology_.rank);
-  auto last_busy = std::chrono::steady_clock::now();
   const auto spin = std::chrono::microseconds(config_.spin_micros);
+  auto last_busy = std::chrono::steady_clock::now();
+  bool busy = true;
+  // One clock read per pass: the loop runs every few microseconds while it spins.
   while (!stop_.load(std::memory_order_acquire)) {
-    queue_.drain_wake();
-    if (step()) {
-      last_busy = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - last_busy > spin) {
-      idle_wait(transport_.get(), queue_.wake_fd());
+    const auto now = std::chrono::steady_clock::now();
+    if (busy) last_busy = now;  // the spin counts from the end of the last busy pass
+    busy = step(now);
+    if (busy) continue;
+    if (now - last_busy > spin) {
+      if (queue_.begin_sleep()) idle_wait(transport_.get(), queue_.wake_fd());
+      queue_.end_sleep();
     } else {
       sched_yield();  // let a thread that has work (the app, a peer's engine) have the core
     }
@@ -272,27 +276,25 @@ void Engine::run() {
   if (transport_) transport_->progress();  // push the shutdown notices out
 }
 
-// One pass over everything that can make progress; true if anything did.
-bool Engine::step() {
+bool Engine::step(std::chrono::steady_clock::time_point now) {
   bool busy = false;
   if (transport_) busy |= transport_->progress() > 0;
   busy |= hang_reports_.poll([this] { return describe_pending(); });
-  watch_pending();
+  watch_pending(now);
   busy |= termination_->poll();       // notices, stall reports, failed peers, abort, peer shutdown
   busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
   if (!termination_->status().is_ok()) return busy;
   busy |= negotiation_->report_local_requests();
-  busy |= negotiation_->coordinate();
-  busy |= negotiation_->expose_stalled_hits();
-  busy |= negotiation_->progress_rounds(&responses_);
+  busy |= negotiation_->coordinate(now);
+  busy |= negotiation_->expose_stalled_hits(now);
+  busy |= negotiation_->progress_rounds(&responses_, now);
   busy |= stage_->execute(&responses_);
   return busy;
 }
 
 // Once a second, the age of the oldest op in flight decides whether this rank logs a hang
 // report (faults/hang_reports.h) and whether it probes its peers with a round (negotiation/).
-void Engine::watch_pending() {
-  const auto now = std::chrono::steady_clock::now();
+void Engine::watch_pending(std::chrono::steady_clock::time_point now) {
   if (now < next_pending_check_) return;
   next_pending_check_ = now + std::chrono::seconds(1);
   std::chrono::steady_clock::time_point oldest;

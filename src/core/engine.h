@@ -101,8 +101,9 @@ class Engine {
   Status connect();
   void start_collaborators();
   void run();
-  bool step();
-  void watch_pending();
+  // One pass over everything that can make progress at `now`; true if anything did.
+  bool step(std::chrono::steady_clock::time_point now);
+  void watch_pending(std::chrono::steady_clock::time_point now);
   // The text of a hang report (faults/pending_report.h).
   std::string describe_pending();
 

@@ -29,7 +29,7 @@ Status TensorQueue::push(TensorEntry entry) {
     HVDC_RETURN_IF_ERROR(check_push_locked(key_of(entry.request)));
     insert_locked(std::move(entry));
   }
-  wake();
+  wake_if_sleeping();
   return Status::ok();
 }
 
@@ -45,7 +45,7 @@ Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
     }
     for (TensorEntry& entry : entries) insert_locked(std::move(entry));
   }
-  wake();
+  wake_if_sleeping();
   return Status::ok();
 }
 
@@ -67,6 +67,7 @@ void TensorQueue::insert_locked(TensorEntry entry) {
   entry.submitted = std::chrono::steady_clock::now();
   Key key = key_of(entry.request);
   fresh_.push_back(key);
+  fresh_waiting_.store(true);
   entries_.emplace(std::move(key), std::move(entry));
 }
 
@@ -79,6 +80,7 @@ std::vector<Request> TensorQueue::pop_new() {
     if (it != entries_.end()) out.push_back(it->second.request);
   }
   fresh_.clear();
+  fresh_waiting_.store(false);
   return out;
 }
 
@@ -123,6 +125,7 @@ std::vector<TensorEntry> TensorQueue::close(const common::Status& status) {
   for (auto& [key, entry] : entries_) out.push_back(std::move(entry));
   entries_.clear();
   fresh_.clear();
+  fresh_waiting_.store(false);
   return out;
 }
 
@@ -132,10 +135,22 @@ void TensorQueue::wake() {
   (void)rc;  // a full counter still wakes the reader
 }
 
-void TensorQueue::drain_wake() {
+void TensorQueue::wake_if_sleeping() {
+  if (sleeping_.load()) wake();
+}
+
+bool TensorQueue::begin_sleep() {
+  sleeping_.store(true);
+  if (!fresh_waiting_.load()) return true;
+  sleeping_.store(false);
+  return false;
+}
+
+void TensorQueue::end_sleep() {
+  sleeping_.store(false);
   uint64_t value;
   ssize_t rc = ::read(wake_fd_, &value, sizeof(value));
-  (void)rc;
+  (void)rc;  // nothing to read: the sleep ended for another reason
 }
 
 std::vector<PendingOp> TensorQueue::snapshot() const {

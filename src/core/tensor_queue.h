@@ -3,6 +3,7 @@
 // flight are unique per process set: a second push of the same name to a set fails at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -68,10 +69,16 @@ class TensorQueue {
   std::vector<TensorEntry> take_set(int32_t process_set);
   // Rejects later pushes with `status` and returns every entry still in flight.
   std::vector<TensorEntry> close(const common::Status& status);
-  // Readable when something was pushed (an eventfd); the engine sleeps on it.
+  // Readable when the engine thread should look (an eventfd); the engine sleeps on it.
   int wake_fd() const { return wake_fd_; }
+  // Any thread, a signal handler too: makes wake_fd readable.
   void wake();
-  void drain_wake();
+  // Engine thread, around its sleep. Pushes write to wake_fd only while the engine sleeps, so
+  // that an engine that is awake costs them no system call: false if requests are waiting to be
+  // popped (sleep not), else from now on pushes wake it.
+  bool begin_sleep();
+  // After the sleep: pushes stop writing, and wake_fd is drained.
+  void end_sleep();
   size_t in_flight() const;
   // Every op in flight, oldest first.
   std::vector<PendingOp> snapshot() const;
@@ -89,6 +96,7 @@ class TensorQueue {
   static Status duplicate(const Key& key);
   Status check_push_locked(const Key& key) const;  // closed, or name in flight
   void insert_locked(TensorEntry entry);
+  void wake_if_sleeping();  // after a push
 
   mutable std::mutex mutex_;
   std::unordered_map<Key, TensorEntry, KeyHash> entries_;
@@ -96,6 +104,11 @@ class TensorQueue {
   bool closed_ = false;
   common::Status close_status_;
   int wake_fd_ = -1;
+  // A Dekker pair (sequentially consistent): a push stores fresh_waiting_ and then reads
+  // sleeping_; the engine stores sleeping_ and then reads fresh_waiting_. At least one of them
+  // sees the other's store, so a push never leaves the engine asleep with a request waiting.
+  std::atomic<bool> fresh_waiting_{false};  // fresh_ is not empty (written under mutex_)
+  std::atomic<bool> sleeping_{false};
 };
 
 }  // namespace hvdc::core

@@ -60,8 +60,9 @@ struct Rank {
   // The engine's negotiation steps (engine.cc step()).
   void step() {
     negotiation->report_local_requests();
-    negotiation->coordinate();
-    negotiation->progress_rounds(&agreed);
+    const auto now = std::chrono::steady_clock::now();
+    negotiation->coordinate(now);
+    negotiation->progress_rounds(&agreed, now);
   }
 
   std::vector<std::string> agreed_names() const {

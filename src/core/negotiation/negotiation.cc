@@ -78,7 +78,7 @@ void Negotiation::send_uncached(SetState& set, std::vector<Request> requests) {
   }
 }
 
-bool Negotiation::coordinate() {
+bool Negotiation::coordinate(Clock::time_point now) {
   bool busy = false;
   transport::Tag tag;
   std::string bytes;
@@ -99,7 +99,7 @@ bool Negotiation::coordinate() {
     }
     add_remote_requests(from, std::move(list));
   }
-  for (auto& [id, set] : *ctx_.sets) busy |= take_coordinated(*set);
+  for (auto& [id, set] : *ctx_.sets) busy |= take_coordinated(*set, now);
   return busy;
 }
 
@@ -139,10 +139,10 @@ void Negotiation::release_early_requests() {
   }
 }
 
-bool Negotiation::take_coordinated(SetState& set) {
+bool Negotiation::take_coordinated(SetState& set, Clock::time_point now) {
   if (!set.controller) return false;
   std::vector<Response> ready = set.controller->take_ready();
-  for (Response& r : set.controller->check_stalls(std::chrono::steady_clock::now())) {
+  for (Response& r : set.controller->check_stalls(now)) {
     ready.push_back(std::move(r));
   }
   if (ready.empty()) return false;

@@ -65,14 +65,17 @@ class Negotiation {
   // Reports the requests submitted since the last call: cached ones in the next round, the
   // others to their set's coordinator. True if there were any.
   bool report_local_requests();
+  // The calls below that take `now` are made on every pass of the engine's loop, which reads the
+  // clock once per pass.
+  using Clock = std::chrono::steady_clock;
   // As a coordinator: takes the peers' request lists and queues what its sets negotiated for the
   // next round. True if anything happened.
-  bool coordinate();
+  bool coordinate(Clock::time_point now);
   // Sends cached tensors that wait past the stall check time to the coordinator instead.
-  bool expose_stalled_hits();
+  bool expose_stalled_hits(Clock::time_point now);
   // Takes round messages, joins or starts the next round, and appends each completed round's
   // responses (fused) to *agreed. True if anything happened.
-  bool progress_rounds(std::deque<Response>* agreed);
+  bool progress_rounds(std::deque<Response>* agreed, Clock::time_point now);
   // While ops wait, an empty round now and then tells a stopped peer from a busy one.
   void probe_liveness(std::chrono::steady_clock::time_point now,
                       std::chrono::steady_clock::duration oldest_age);
@@ -90,14 +93,15 @@ class Negotiation {
   void report_request(Request request, std::map<SetState*, std::vector<Request>>* uncached);
   void send_uncached(SetState& set, std::vector<Request> requests);
   void add_remote_requests(int from, RequestList list);
-  bool take_coordinated(SetState& set);
+  bool take_coordinated(SetState& set, Clock::time_point now);
   // rounds.cc
   std::unique_ptr<RoundMessage> build_round_message();
   Status decode_round_message(const std::string& bytes, RoundMessage* msg) const;
   void send_round_message();
   CacheBits announce_cache_bits(SetState& set);
   void complete_round(std::deque<Response>* agreed);
-  bool round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages);
+  bool round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                       Clock::time_point now);
   std::vector<Response> agree_cached(SetState& set,
                                      const std::vector<std::unique_ptr<RoundMessage>>& messages,
                                      const std::vector<Response>& negotiated);
@@ -106,10 +110,10 @@ class Negotiation {
   void revalidate_pending_hits(SetState& set);
   void demote_unjoinable_hits(SetState& set);
   // rounds_by_tree.cc
-  bool progress_tree_rounds(std::deque<Response>* agreed);
+  bool progress_tree_rounds(std::deque<Response>* agreed, Clock::time_point now);
   bool join_tree_round(uint64_t next, bool* busy);
   Status take_tree_round(uint64_t next, std::vector<TreeEntry> all);
-  void check_tree_round_time();
+  void check_tree_round_time(Clock::time_point now);
 
   const NegotiationConfig config_;
   NegotiationContext ctx_;

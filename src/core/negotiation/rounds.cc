@@ -35,8 +35,8 @@ Status Negotiation::decode_round_message(const std::string& bytes, RoundMessage*
   return Status::ok();
 }
 
-bool Negotiation::progress_rounds(std::deque<Response>* agreed) {
-  if (tree_) return progress_tree_rounds(agreed);
+bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_point now) {
+  if (tree_) return progress_tree_rounds(agreed, now);
   bool busy = false;
   transport::Tag tag;
   std::string bytes;
@@ -69,7 +69,7 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed) {
     const auto& messages = inbox_[round_ + 1];
     if (messages.size() != static_cast<size_t>(config_.size)) return busy;  // cannot happen
     for (const auto& m : messages) {
-      if (!m) return round_timed_out(messages) || busy;
+      if (!m) return round_timed_out(messages, now) || busy;
     }
     complete_round(agreed);
     busy = true;
@@ -132,9 +132,10 @@ void Negotiation::probe_liveness(std::chrono::steady_clock::time_point now,
 // cannot be reached (a dead peer's connection error ends the engine's work sooner). The extra
 // half: a rank running a collective with a stopped peer answers no round, but its own transfer
 // times out after HVDC_TIMEOUT and its notice names the stopped peer, not itself.
-bool Negotiation::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages) {
+bool Negotiation::round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                  Clock::time_point now) {
   if (config_.timeout_seconds <= 0) return false;
-  const auto waited = std::chrono::steady_clock::now() - round_started_;
+  const auto waited = now - round_started_;
   if (waited < std::chrono::milliseconds(config_.timeout_seconds * 1500)) return false;
   std::string missing;
   for (size_t r = 0; r < messages.size(); ++r) {
@@ -330,9 +331,8 @@ void Negotiation::demote_unjoinable_hits(SetState& set) {
 
 // A cached tensor that waits longer than the stall check time is missing on some rank; only the
 // coordinator can say which. Marking its slot stale makes every member send it there.
-bool Negotiation::expose_stalled_hits() {
+bool Negotiation::expose_stalled_hits(Clock::time_point now) {
   if (config_.stall_check_seconds <= 0) return false;
-  const auto now = std::chrono::steady_clock::now();
   if (now < next_stall_check_) return false;
   next_stall_check_ = now + std::chrono::milliseconds(100);
   const auto limit = std::chrono::seconds(config_.stall_check_seconds);

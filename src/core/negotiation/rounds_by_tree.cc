@@ -8,7 +8,7 @@
 
 namespace hvdc::core {
 
-bool Negotiation::progress_tree_rounds(std::deque<Response>* agreed) {
+bool Negotiation::progress_tree_rounds(std::deque<Response>* agreed, Clock::time_point now) {
   bool busy = false;
   Status st = tree_->poll(round_ + 1, &busy);
   if (!st.is_ok()) {
@@ -34,7 +34,7 @@ bool Negotiation::progress_tree_rounds(std::deque<Response>* agreed) {
     tree_probed_ = false;
     busy = true;
   }
-  if (running() && (in_round_ || tree_->asked(round_ + 1))) check_tree_round_time();
+  if (running() && (in_round_ || tree_->asked(round_ + 1))) check_tree_round_time(now);
   return busy;
 }
 
@@ -89,9 +89,8 @@ Status Negotiation::take_tree_round(uint64_t next, std::vector<TreeEntry> all) {
 // peer answers nothing either, but its own transfer times out after HVDC_TIMEOUT and names
 // the stopped peer first, as with the all-to-all.) If every probed rank answered, the round
 // is slow, not stuck on a stopped rank: probe again.
-void Negotiation::check_tree_round_time() {
+void Negotiation::check_tree_round_time(Clock::time_point now) {
   if (config_.timeout_seconds <= 0) return;
-  const auto now = std::chrono::steady_clock::now();
   const auto timeout = std::chrono::milliseconds(config_.timeout_seconds * 1000);
   const auto waited = now - round_started_;
   if (waited < timeout) return;

@@ -85,15 +85,16 @@ Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& inte
     // Only a waited request that completes counts as movement for HVDC_TIMEOUT: worker events
     // do not, since live peers' keepalives arrive every second while a stopped peer holds us up.
     const size_t now_left = incomplete(reqs, count);
-    if (st.is_ok() && now_left != left) {
+    const bool moved = st.is_ok() && now_left != left;
+    const bool events = st.is_ok() && !moved && progress() > 0;
+    const Clock::time_point now = Clock::now();  // once per pass: this loop spins
+    if (moved || events) spin_until = now + spin;
+    if (moved) {
       left = now_left;
-      last_moved = spin_until = Clock::now();
-      spin_until += spin;
+      last_moved = now;
       continue;
     }
-    const bool events = st.is_ok() && progress() > 0;
-    if (events) spin_until = Clock::now() + spin;
-    if (st.is_ok() && stalled_since(last_moved)) st = stall_error(reqs, count);
+    if (st.is_ok() && stalled_since(last_moved, now)) st = stall_error(reqs, count);
     if (st.is_ok() && events) continue;
     // Only once nothing moves and every completion was collected: a peer's notice that arrived
     // after its last data must not fail an op that data completes.
@@ -108,7 +109,7 @@ Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& inte
       abandon(reqs, count);
       return st;
     }
-    if (Clock::now() > spin_until) sleep(-1, 1);
+    if (now > spin_until) sleep(-1, 1);
   }
 }
 
@@ -120,10 +121,9 @@ Status UcxTransport::stall_error(const Request* reqs, size_t count) {
                     describe_waiting(reqs, count).c_str());
 }
 
-bool UcxTransport::stalled_since(Clock::time_point last_moved) const {
+bool UcxTransport::stalled_since(Clock::time_point last_moved, Clock::time_point now) const {
   if (options_.progress_timeout_seconds <= 0) return false;
-  return Clock::now() - last_moved >
-         std::chrono::duration<double>(options_.progress_timeout_seconds);
+  return now - last_moved > std::chrono::duration<double>(options_.progress_timeout_seconds);
 }
 
 }  // namespace hvdc::transport::ucx

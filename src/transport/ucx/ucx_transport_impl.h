@@ -62,8 +62,9 @@ class UcxTransport final : public Transport {
   void* force_close(int peer);
   bool finish(void* request, Clock::time_point deadline);
   void release(void* request);
-  bool stalled_since(Clock::time_point last_moved) const;  // past the progress timeout
-  Status stall_error(const Request* reqs, size_t count);   // notes the stalled peers
+  // Past the progress timeout at `now`.
+  bool stalled_since(Clock::time_point last_moved, Clock::time_point now) const;
+  Status stall_error(const Request* reqs, size_t count);  // notes the stalled peers
   Status wait_for(Request* reqs, size_t count, const Interrupt& interrupt);
   void reap_outbox();
 
