@@ -8,9 +8,11 @@ using hvdc::core::OpState;
 
 namespace {
 
-int spin_micros() {
+// Runs the op's engine passes on this thread while it is pending (Engine::drive), then waits.
+Status wait_for(OpState& op) {
   hvdc::core::Engine* engine = state().engine.load(std::memory_order_acquire);
-  return engine ? engine->spin_micros() : 0;
+  const bool drove = engine != nullptr && !op.done() && engine->drive(op);
+  return op.wait(engine != nullptr && !drove ? engine->spin_micros() : 0);  // spun already
 }
 
 Status find(hvd_handle_t handle, std::shared_ptr<OpState>* out) {
@@ -55,7 +57,7 @@ hvd_status_t hvd_wait(hvd_handle_t handle) {
   return guarded([&] {
     std::shared_ptr<OpState> op;
     HVDC_RETURN_IF_ERROR(find(handle, &op));
-    return op->wait(spin_micros());
+    return wait_for(*op);
   });
 }
 
@@ -70,7 +72,7 @@ hvd_status_t hvd_wait_all(const hvd_handle_t* handles, size_t count) {
     for (size_t i = 0; i < count; ++i) {
       std::shared_ptr<OpState> op;
       Status st = find(handles[i], &op);
-      if (st.is_ok()) st = op->wait(spin_micros());
+      if (st.is_ok()) st = wait_for(*op);
       if (!st.is_ok() && first.is_ok())
         first = st.with_context(hvdc::common::strfmt("handles[%zu]", i));
     }

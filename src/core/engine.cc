@@ -220,10 +220,12 @@ Engine::~Engine() {
 }
 
 Status Engine::enqueue(TensorEntry entry) {
+  note_engine_thread_only(entry);
   return queue_.push(std::move(entry));
 }
 
 Status Engine::enqueue_group(std::vector<TensorEntry> entries) {
+  for (const TensorEntry& entry : entries) note_engine_thread_only(entry);
   return queue_.push_group(std::move(entries));
 }
 
@@ -248,22 +250,34 @@ Status Engine::async_error() const {
 
 void Engine::run() {
   common::set_thread_log_rank(topology_.rank);
+  t_runs_passes_ = true;
   const auto spin = std::chrono::microseconds(config_.spin_micros);
   auto last_busy = std::chrono::steady_clock::now();
   bool busy = true;
   // One clock read per pass: the loop runs every few microseconds while it spins.
   while (!stop_.load(std::memory_order_acquire)) {
     const auto now = std::chrono::steady_clock::now();
+    if (drivers_.load() > 0) {
+      // A caller in hvd_wait runs the passes (drive()); after it, the spin starts afresh.
+      stand_aside(now);
+      last_busy = now;
+      continue;
+    }
     if (busy) last_busy = now;  // the spin counts from the end of the last busy pass
-    busy = step(now);
+    {
+      std::lock_guard<std::mutex> pass(pass_mutex_);
+      busy = step(now);
+    }
     if (busy) continue;
     if (now - last_busy > spin) {
+      std::lock_guard<std::mutex> pass(pass_mutex_);  // arming the transport uses it too
       if (queue_.begin_sleep()) idle_wait(transport_.get(), queue_.wake_fd());
       queue_.end_sleep();
     } else {
       sched_yield();  // let a thread that has work (the app, a peer's engine) have the core
     }
   }
+  std::lock_guard<std::mutex> pass(pass_mutex_);  // the rest is the engine thread's alone
   if (termination_->status().is_ok()) {
     termination_->terminate(
         make_error(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank %d", topology_.rank), true);

@@ -83,6 +83,13 @@ class Engine {
   std::string auto_name(OpType type, int32_t process_set = 0);
   // The timeline (written on rank 0 only): start() and stop() from any thread.
   Tracer& tracer() { return tracer_; }
+  // hvd_wait's fast path (caller_drive.cc): while `op` is pending, runs the engine's passes on
+  // the calling thread, so that an op needs no hand-off to the engine thread and back. Returns
+  // once op is done, after spin_micros without progress, or at once where callers may not drive
+  // (an op that runs the user's code or uses a device was submitted here: those run on the
+  // engine thread); the caller then waits for the engine thread as before. True if it drove
+  // (and so spun already).
+  bool drive(const OpState& op);
   // Fails every pending op here and on every peer with HVD_ERR_ABORTED.
   void abort(const std::string& reason);
   // The first asynchronous error (ok if none).
@@ -103,6 +110,13 @@ class Engine {
   void run();
   // One pass over everything that can make progress at `now`; true if anything did.
   bool step(std::chrono::steady_clock::time_point now);
+  // caller_drive.cc: one pass on the calling thread if pass_mutex_ is free; false once callers
+  // may no longer drive.
+  bool try_drive_pass(std::chrono::steady_clock::time_point now, bool* busy);
+  // Before a push: an op that must complete on the engine thread ends caller driving for good.
+  void note_engine_thread_only(const TensorEntry& entry);
+  // The engine thread's turn while callers drive: it yields, or sleeps through a long pass.
+  void stand_aside(std::chrono::steady_clock::time_point now);
   void watch_pending(std::chrono::steady_clock::time_point now);
   // The text of a hang report (faults/pending_report.h).
   std::string describe_pending();
@@ -114,7 +128,7 @@ class Engine {
   // The job's process sets, and those this rank belongs to (sets/); made once connected.
   std::unique_ptr<MemberSets> sets_;
   TensorQueue queue_;
-  std::deque<Response> responses_;  // agreed, not yet executed (engine thread only)
+  std::deque<Response> responses_;  // agreed, not yet executed (passes only: pass_mutex_)
   EngineStats stats_;
 
   // Agreement on what to execute (negotiation/); made once connected.
@@ -135,6 +149,19 @@ class Engine {
   // Hang reports (faults/hang_reports.h).
   HangReports hang_reports_;
   std::chrono::steady_clock::time_point next_pending_check_;  // watch_pending's next turn
+
+  // Whoever runs a pass holds pass_mutex_: the engine thread, or an API thread in drive(). The
+  // transport, negotiation and execution are used by one thread at a time, as they require.
+  std::mutex pass_mutex_;
+  std::atomic<int> drivers_{0};         // API threads in drive(): the engine thread stands aside
+  std::atomic<int> driving_passes_{0};  // callers' passes in progress
+  std::atomic<uint64_t> driven_passes_{0};             // passes callers started
+  uint64_t aside_pass_ = 0;                            // engine thread: the last driven pass it saw
+  std::chrono::steady_clock::time_point aside_since_;  // and since when
+  std::atomic<bool> engine_thread_only_{false};        // such an op was submitted: no more driving
+  // The engine thread, and a driver during its pass: a submission from there (a completion
+  // callback's) must not wait for the callers' passes to end, as it may be in one.
+  inline static thread_local bool t_runs_passes_ = false;
 
   std::mutex shutdown_mutex_;  // guards shut_down_
   bool shut_down_ = false;

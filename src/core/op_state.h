@@ -28,6 +28,9 @@ class OpState {
   // the engine thread.
   void complete(const common::Status& status);
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // Whether completing this op runs the user's code (a callback, a grouped completion) or its
+  // collective calls the user's output allocator: such ops run on the engine thread.
+  bool calls_user_code() const { return on_done_ != nullptr || hook_ || alloc_ != nullptr; }
   // Blocks until done (spinning for spin_micros first); returns the op's status.
   common::Status wait(int spin_micros);
   common::Status result() const;  // valid once done()

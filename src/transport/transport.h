@@ -1,6 +1,7 @@
 // Point-to-point bytes between ranks. Tagged sends and receives for the data path, whole
 // variable-size messages for the control path, explicit progress, and a way to sleep until the
-// network or another file descriptor has something. All calls come from one thread (the engine's).
+// network or another file descriptor has something. Calls come from one thread at a time: the
+// engine's, or a caller of hvd_wait that runs the engine's passes (core/caller_drive.cc).
 #pragma once
 
 #include <cstddef>

@@ -21,7 +21,7 @@
 
 namespace hvdc::core {
 
-// What execution works on, owned by the engine (engine thread only).
+// What execution works on, owned by the engine (its passes only, one thread at a time).
 struct StageContext {
   transport::Transport* transport = nullptr;  // null on a single rank
   MemberSets* sets = nullptr;

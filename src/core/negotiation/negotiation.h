@@ -42,7 +42,7 @@ struct NegotiationConfig {
   int round_tree_fanout = kRoundTreeFanout;
 };
 
-// What negotiation works on, owned by the engine (engine thread only).
+// What negotiation works on, owned by the engine (its passes only, one thread at a time).
 struct NegotiationContext {
   transport::Transport* transport = nullptr;                     // null on a single rank
   std::map<int32_t, std::unique_ptr<SetState>>* sets = nullptr;  // this rank's process sets

@@ -101,7 +101,8 @@ Status UcxTransport::create_context() {
   if (st != UCS_OK) return ucx_error("ucp_init", st);
   ucp_worker_params_t wparams = {};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  // Created here, then driven by the engine thread alone: serialized use, never concurrent.
+  // Created here, then driven by one thread at a time (the engine's, or a caller running the
+  // engine's passes under its mutex): serialized use, never concurrent.
   wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   st = ucp_worker_create(context_, &wparams, &worker_);
   if (st != UCS_OK) return ucx_error("ucp_worker_create", st);
