@@ -138,13 +138,14 @@ one_host_allreduce() {
   fi
 }
 
-# hvdc runs once, beside the MPI variants under ob1; pml ucx runs the MPI variants again.
+# hvdc (heap gradients, and hvd_mem_alloc ones) runs once, beside the MPI variants under ob1;
+# pml ucx runs the MPI variants again.
 model_steps() {
   local i=$1 model
   local common=(--steps "$model_steps" --warmup "$model_warmup")
   for model in resnet50 bert_base; do
     step "model-$model-ob1-$i" mpirun2 "${pml_ob1[@]}" $model_step --model $model "${common[@]}" \
-      --variants hvdc,mpi-allreduce,mpi-iallreduce,mpi-packed \
+      --variants hvdc,hvdc-shared,mpi-allreduce,mpi-iallreduce,mpi-packed \
       --json "$out/raw/model-$model-ob1-$i.json"
     step "model-$model-ucx-$i" mpirun2 "${pml_ucx[@]}" $model_step --model $model "${common[@]}" \
       --variants mpi-allreduce,mpi-iallreduce,mpi-packed \

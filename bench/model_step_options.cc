@@ -23,8 +23,9 @@ namespace {
 const char* const kUsage =
     "usage: hvdc_model_step [--model resnet50|bert_base|PATH] [--steps N] [--warmup N]\n"
     "                       [--variants LIST] [--json FILE] [--check | --no-check]\n"
-    "variants (comma list, default all): hvdc, hvdc-nofusion, hvdc-nocache,\n"
+    "variants (comma list, default all): hvdc, hvdc-shared, hvdc-nofusion, hvdc-nocache,\n"
     "  hvdc-nofusion-nocache, mpi-allreduce, mpi-iallreduce, mpi-packed\n"
+    "  (hvdc-shared: the gradients are slices of hvd_mem_alloc buffers)\n"
     "run under mpirun --bind-to none\n";
 
 // The published counts of the bundled lists: a truncated or edited copy must not pass for the
@@ -191,7 +192,7 @@ void write_json(const Options& o, const Model& m, int ranks, const std::vector<R
 
 const std::vector<std::string>& all_variants() {
   static const std::vector<std::string> kAll = {
-      "hvdc",          "hvdc-nofusion",  "hvdc-nocache", "hvdc-nofusion-nocache",
+      "hvdc",          "hvdc-shared",    "hvdc-nofusion", "hvdc-nocache", "hvdc-nofusion-nocache",
       "mpi-allreduce", "mpi-iallreduce", "mpi-packed"};
   return kAll;
 }
