@@ -14,10 +14,10 @@ namespace hvdc::memory {
 using common::make_error;
 
 PeerRegions::~PeerRegions() {
-  for (auto& [key, m] : maps_) munmap(const_cast<char*>(m.base), m.bytes);
+  for (auto& [key, m] : maps_) munmap(m.base, m.bytes);
 }
 
-Status PeerRegions::map(pid_t pid, const RegionRef& ref, const char** base) {
+Status PeerRegions::map(pid_t pid, const RegionRef& ref, char** base) {
   auto it = maps_.find({pid, ref.id});
   if (it != maps_.end()) {
     it->second.used = true;
@@ -26,7 +26,7 @@ Status PeerRegions::map(pid_t pid, const RegionRef& ref, const char** base) {
   }
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/fd/%d", static_cast<int>(pid), ref.fd);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     return make_error(HVD_ERR_SYSTEM, "opening %s (a local peer's shared buffer) failed: %s", path,
                       strerror(errno));
@@ -38,15 +38,15 @@ Status PeerRegions::map(pid_t pid, const RegionRef& ref, const char** base) {
                       path, static_cast<long long>(st.st_size),
                       static_cast<unsigned long long>(ref.mapped_bytes));
   }
-  void* p = mmap(nullptr, ref.mapped_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, ref.mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
   close(fd);  // the mapping keeps the memory
   if (p == MAP_FAILED) {
     return make_error(HVD_ERR_SYSTEM, "mapping %s (%llu bytes) failed: %s", path,
                       static_cast<unsigned long long>(ref.mapped_bytes), strerror(err));
   }
-  maps_[{pid, ref.id}] = Mapping{static_cast<const char*>(p), ref.mapped_bytes, true};
-  *base = static_cast<const char*>(p);
+  maps_[{pid, ref.id}] = Mapping{static_cast<char*>(p), ref.mapped_bytes, true};
+  *base = static_cast<char*>(p);
   return Status::ok();
 }
 
@@ -57,7 +57,7 @@ void PeerRegions::trim(size_t limit) {
   }
   for (auto it = maps_.begin(); it != maps_.end();) {
     if (!it->second.used) {
-      munmap(const_cast<char*>(it->second.base), it->second.bytes);
+      munmap(it->second.base, it->second.bytes);
       it = maps_.erase(it);
     } else {
       it->second.used = false;

@@ -1,6 +1,7 @@
-// Read-only mappings of other local processes' shared regions (shared_regions.h), opened
-// through /proc/<pid>/fd/<fd> and kept by (pid, region id), so that a buffer used op after op is
-// mapped once. Engine thread only.
+// Mappings of other local processes' shared regions (shared_regions.h), opened through
+// /proc/<pid>/fd/<fd> and kept by (pid, region id), so that a buffer used op after op is mapped
+// once. Writable: the in-place allreduce writes each reduced chunk straight into the peers'
+// outputs. Used by one thread at a time (the engine's passes).
 #pragma once
 
 #include <sys/types.h>
@@ -22,7 +23,7 @@ class PeerRegions {
 
   // *base = where process pid's region `ref` is mapped here (ref.offset not added). A failure
   // (the process is gone, /proc access refused) names the pid, the fd and the system's text.
-  Status map(pid_t pid, const RegionRef& ref, const char** base);
+  Status map(pid_t pid, const RegionRef& ref, char** base);
   // Unmaps what no op used since the last call, once more than `limit` regions are mapped:
   // regions a peer freed stay mapped until then.
   void trim(size_t limit);
@@ -30,7 +31,7 @@ class PeerRegions {
 
  private:
   struct Mapping {
-    const char* base;
+    char* base;
     size_t bytes;
     bool used;
   };

@@ -351,6 +351,44 @@ TEST(PeerViewErrors, ReadingAProcessThatExitedIsAPeerFailure) {
   EXPECT_NE(std::string::npos, st.message().find("rank 7")) << st.message();
 }
 
+// Writing to a peer that is gone is a peer failure too, and the message says it was a write.
+TEST(PeerViewErrors, WritingAProcessThatExitedIsAPeerFailure) {
+  static char remote[64];
+  PieceDesc piece;
+  piece.addr = reinterpret_cast<uintptr_t>(remote);
+  piece.bytes = sizeof remote;
+  hvdc::memory::PeerRegions regions;
+  PeerView view;
+  ASSERT_TRUE(view.open(exited_child(), 5, {piece}, regions).is_ok());
+  const char data[64] = {1};
+  const Status st = view.write(0, sizeof data, data);
+  EXPECT_EQ(HVD_ERR_PEER_FAILURE, st.code()) << st.message();
+  EXPECT_NE(std::string::npos, st.message().find("rank 5")) << st.message();
+  EXPECT_NE(std::string::npos, st.message().find("written")) << st.message();
+}
+
+// A write that spans pieces lands in each: the heap piece through process_vm_writev, the region
+// piece through the mapping, and nothing outside the span changes. The probe leaves the byte
+// it writes back as it was.
+TEST(PeerViewWrites, AWriteAcrossAHeapAndARegionPieceLandsInBoth) {
+  std::vector<char> heap(100, 'h');
+  Region region(4096);
+  std::memset(region.base, 'r', 4096);
+  const Pieces pieces({{heap.data(), heap.size()}, {region.base + 8, 200}});
+  const hvdc::ops::cpu::local::BufferDesc desc = hvdc::ops::cpu::local::describe(pieces, pieces);
+  hvdc::memory::PeerRegions regions;
+  PeerView view;
+  ASSERT_TRUE(view.open(getpid(), 0, desc.outputs, regions).is_ok());
+  ASSERT_TRUE(view.needs_cma());
+  ASSERT_TRUE(view.probe_cma(true).is_ok());
+  EXPECT_EQ('h', heap[0]);
+  std::string data(150, 'w');
+  ASSERT_TRUE(view.write(40, data.size(), data.data()).is_ok());
+  EXPECT_EQ(std::string(40, 'h') + std::string(60, 'w'), std::string(heap.begin(), heap.end()));
+  EXPECT_EQ(std::string(8, 'r') + std::string(90, 'w') + std::string(110, 'r') + "rr",
+            std::string(region.base, 210));
+}
+
 // A region that cannot be mapped names the /proc path and the system's reason.
 TEST(PeerViewErrors, AnUnmappableRegionNamesThePath) {
   PieceDesc piece;

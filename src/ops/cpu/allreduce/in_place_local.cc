@@ -1,7 +1,7 @@
-// The allreduce among ranks of one host that reads the peers' buffers in place: member m reduces
-// chunk m of every member's input (mapped, or read through the kernel a segment at a time) into
-// its output, then every member copies the other finished chunks out of their owners' outputs. Only
-// tiny messages cross the transport: the buffer descriptions and two "done" notices.
+// The allreduce among ranks of one host that works on the peers' buffers in place: member m
+// reduces chunk m of every member's input (mapped, or read through the kernel a segment at a
+// time) and writes each finished segment into every member's output, its own and its peers'.
+// Only tiny messages cross the transport: the buffer descriptions and one "written" notice.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -26,8 +26,7 @@ using local::Verdict;
 // Steps far above the ring's (2(n - 1)), so that a fallback in the same op never shares a tag.
 constexpr int kStepDescribe = 0x4000;
 constexpr int kStepAgree = 0x4001;
-constexpr int kStepReduced = 0x4002;
-constexpr int kStepCopied = 0x4003;
+constexpr int kStepWritten = 0x4002;
 // Peers' regions stay mapped between ops, up to this many.
 constexpr size_t kMappedRegions = 256;
 
@@ -80,7 +79,7 @@ Status share_outcome(Comm& comm, int step, const Status& mine, const char* what,
   return Status::ok();
 }
 
-// A peer's input (reduced from in the first phase) and output (copied from in the second).
+// A peer's input (chunk m of it is read by member m) and output (chunk m written by member m).
 struct PeerViews {
   PeerView in, out;
 };
@@ -127,7 +126,9 @@ Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector
   *use = verdict == Verdict::kAllowed;
   if (verdict != Verdict::kUnknown) return Status::ok();
   for (int m = 0; m < comm.size() && opened.is_ok() && needs_cma; ++m) {
-    if (m != comm.index) opened = views[m].in.probe_cma();
+    if (m == comm.index) continue;
+    opened = views[m].in.probe_cma(false);
+    if (opened.is_ok()) opened = views[m].out.probe_cma(true);
   }
   if (opened.is_ok() && !access.reads_allowed) {
     opened = Status(HVD_ERR_UNSUPPORTED, "HVDC_PEER_READS=0 forbids it");
@@ -168,8 +169,9 @@ const char* own_source(const Comm& comm, const Pieces& in, bool in_place, const 
   return slot;
 }
 
-// Reduces this member's chunk of every member's input, in member order, into its output and
-// finishes it (average, postscale).
+// Reduces this member's chunk of every member's input, in member order, finishes it (average,
+// postscale) and writes it into every member's output. No other member touches this chunk of
+// any buffer, in place or not, so no peer's own work can race with these writes.
 Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
                         const std::vector<PeerViews>& views, const ReduceSpec& spec) {
   const int n = comm.size();
@@ -195,17 +197,10 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
     reduce(s.addr, src[0], src[1], count, spec.dtype, spec.op);
     for (int m = 2; m < n; ++m) reduce(s.addr, s.addr, src[m], count, spec.dtype, spec.op);
     finish_reduction(s.addr, count, spec);
-    if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
-  }
-  return Status::ok();
-}
-
-Status copy_other_chunks(Comm& comm, const Pieces& out, const Chunks& ch,
-                         const std::vector<PeerViews>& views) {
-  for (int m = 0; m < comm.size(); ++m) {
-    if (m != comm.index) {
-      HVDC_RETURN_IF_ERROR(views[m].out.read_into(out, ch.offset(m), ch.bytes(m)));
+    for (int m = 0; m < n; ++m) {
+      if (m != me) HVDC_RETURN_IF_ERROR(views[m].out.write(s.offset, s.bytes, s.addr));
     }
+    if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
   }
   return Status::ok();
 }
@@ -231,14 +226,11 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
   *ran = true;
   const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
   Status st = opened.is_ok() ? reduce_own_chunk(comm, in, out, ch, views, spec) : opened;
-  // Every member's chunk must be finished before anyone copies it, and stay unchanged until
-  // every member copied it.
+  // Every member's output is complete, and no member reads any buffer again, only once every
+  // member has written its chunk everywhere.
   Status agreed;
-  HVDC_RETURN_IF_ERROR(share_outcome(comm, kStepReduced, st, "reduce its part in place", &agreed));
-  HVDC_RETURN_IF_ERROR(agreed);
-  st = copy_other_chunks(comm, out, ch, views);
   HVDC_RETURN_IF_ERROR(
-      share_outcome(comm, kStepCopied, st, "copy the reduced parts of its peers", &agreed));
+      share_outcome(comm, kStepWritten, st, "reduce its part and write it in place", &agreed));
   return agreed;
 }
 

@@ -20,7 +20,7 @@ Status PeerView::open(pid_t pid, int rank, const std::vector<PieceDesc>& pieces,
   for (const PieceDesc& p : pieces) {
     Part part{start, p.bytes, p.addr, nullptr};
     if (p.region.id != 0) {
-      const char* base = nullptr;
+      char* base = nullptr;
       HVDC_RETURN_IF_ERROR(regions.map(pid_, p.region, &base));
       part.local = base + p.region.offset;
     } else {
@@ -32,11 +32,12 @@ Status PeerView::open(pid_t pid, int rank, const std::vector<PieceDesc>& pieces,
   return Status::ok();
 }
 
-Status PeerView::probe_cma() const {
+Status PeerView::probe_cma(bool write) const {
   for (const Part& part : parts_) {
     if (part.local != nullptr || part.bytes == 0) continue;
     char byte = 0;
-    return read_remote(part, 0, 1, &byte);
+    HVDC_RETURN_IF_ERROR(move_remote(part, 0, 1, &byte, false));
+    return write ? move_remote(part, 0, 1, &byte, true) : Status::ok();
   }
   return Status::ok();
 }
@@ -54,26 +55,29 @@ const char* PeerView::mapped(size_t offset, size_t len) const {
   return part.local + (offset - part.start);
 }
 
-Status PeerView::read_remote(const Part& part, size_t skip, size_t len, char* dst) const {
+Status PeerView::move_remote(const Part& part, size_t skip, size_t len, char* here,
+                             bool to_peer) const {
   while (len > 0) {
-    iovec local{dst, len};
+    iovec local{here, len};
     iovec remote{reinterpret_cast<void*>(part.addr + skip), len};
-    const ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
-    if (got < 0 && errno == ESRCH) {
+    const ssize_t moved = to_peer ? process_vm_writev(pid_, &local, 1, &remote, 1, 0)
+                                  : process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+    if (moved < 0 && errno == ESRCH) {
       // The peer died: as fatal as a lost connection, so that every rank's work ends.
       return make_error(HVD_ERR_PEER_FAILURE,
-                        "rank %d (process %d on this host) exited while its buffer was being read",
-                        rank_, static_cast<int>(pid_));
+                        "rank %d (process %d on this host) exited while its buffer was being %s",
+                        rank_, static_cast<int>(pid_), to_peer ? "written" : "read");
     }
-    if (got <= 0) {
+    if (moved <= 0) {
       return make_error(HVD_ERR_SYSTEM,
-                        "reading %zu bytes of process %d (a rank on this host) with "
-                        "process_vm_readv failed: %s",
-                        len, static_cast<int>(pid_), got < 0 ? strerror(errno) : "no progress");
+                        "%s %zu bytes of process %d (a rank on this host) with %s failed: %s",
+                        to_peer ? "writing" : "reading", len, static_cast<int>(pid_),
+                        to_peer ? "process_vm_writev" : "process_vm_readv",
+                        moved < 0 ? strerror(errno) : "no progress");
     }
-    dst += got;
-    skip += static_cast<size_t>(got);
-    len -= static_cast<size_t>(got);
+    here += moved;
+    skip += static_cast<size_t>(moved);
+    len -= static_cast<size_t>(moved);
   }
   return Status::ok();
 }
@@ -86,7 +90,7 @@ Status PeerView::read(size_t offset, size_t len, char* dst) const {
     if (part.local != nullptr) {
       std::memcpy(dst, part.local + skip, n);
     } else {
-      HVDC_RETURN_IF_ERROR(read_remote(part, skip, n, dst));
+      HVDC_RETURN_IF_ERROR(move_remote(part, skip, n, dst, false));
     }
     dst += n;
     offset += n;
@@ -95,13 +99,22 @@ Status PeerView::read(size_t offset, size_t len, char* dst) const {
   return Status::ok();
 }
 
-Status PeerView::read_into(const Pieces& mine, size_t offset, size_t len) const {
-  Status st = Status::ok();
-  mine.for_each(offset, len, [&](char* dst, size_t n) {
-    if (st.is_ok()) st = read(offset, n, dst);
+Status PeerView::write(size_t offset, size_t len, const char* src) const {
+  for (size_t i = find(offset); len > 0 && i < parts_.size(); ++i) {
+    const Part& part = parts_[i];
+    const size_t skip = offset - part.start;
+    const size_t n = std::min(len, part.bytes - skip);
+    if (part.local != nullptr) {
+      std::memcpy(part.local + skip, src, n);
+    } else {
+      // The kernel only reads from here; iovec's pointer is just not const.
+      HVDC_RETURN_IF_ERROR(move_remote(part, skip, n, const_cast<char*>(src), true));
+    }
+    src += n;
     offset += n;
-  });
-  return st;
+    len -= n;
+  }
+  return Status::ok();
 }
 
 }  // namespace hvdc::ops::cpu::local

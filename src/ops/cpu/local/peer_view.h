@@ -1,6 +1,6 @@
-// A local peer's buffer for one op, read in place: pieces inside its hvd_mem_alloc regions
-// through a mapping (plain loads), the others with cross-memory attach (process_vm_readv, one
-// kernel copy). Engine thread only.
+// A local peer's buffer for one op, read and written in place: pieces inside its hvd_mem_alloc
+// regions through a mapping (plain loads and stores), the others with cross-memory attach
+// (process_vm_readv / process_vm_writev, one kernel copy). One thread at a time.
 #pragma once
 
 #include <vector>
@@ -17,28 +17,32 @@ class PeerView {
   // names the pid and the reason.
   Status open(pid_t pid, int rank, const std::vector<PieceDesc>& pieces,
               memory::PeerRegions& regions);
-  // True if some piece is read through process_vm_readv.
+  // True if some piece is reached through process_vm_readv / process_vm_writev.
   bool needs_cma() const { return needs_cma_; }
-  // Reads one byte through process_vm_readv: whether this process may read the peer's memory.
-  // Reads of a process that is gone fail with HVD_ERR_PEER_FAILURE, others HVD_ERR_SYSTEM.
-  Status probe_cma() const;
+  // Reads the first byte of the first such piece through process_vm_readv (and, with `write`,
+  // writes it back unchanged through process_vm_writev): whether this process may read (and
+  // write) the peer's memory. A process that is gone fails with HVD_ERR_PEER_FAILURE, a refusal
+  // with HVD_ERR_SYSTEM. The byte must not change meanwhile: probe only buffers of a pending op.
+  Status probe_cma(bool write) const;
 
   // The peer's bytes [offset, offset + len) when they lie in one mapped piece, else nullptr.
   const char* mapped(size_t offset, size_t len) const;
   // Copies the peer's bytes [offset, offset + len) to dst.
   Status read(size_t offset, size_t len, char* dst) const;
-  // Copies the peer's bytes [offset, offset + len) into the same bytes of `mine`.
-  Status read_into(const Pieces& mine, size_t offset, size_t len) const;
+  // Copies src to the peer's bytes [offset, offset + len).
+  Status write(size_t offset, size_t len, const char* src) const;
 
  private:
   struct Part {
     size_t start;  // in the view
     size_t bytes;
-    uint64_t addr;      // in the peer's address space
-    const char* local;  // mapped here, or nullptr
+    uint64_t addr;  // in the peer's address space
+    char* local;    // mapped here, or nullptr
   };
   size_t find(size_t offset) const;
-  Status read_remote(const Part& part, size_t skip, size_t len, char* dst) const;
+  // process_vm_readv (to_peer false: peer -> here) or process_vm_writev (here -> peer) of len
+  // bytes at part's byte `skip`, repeated until all moved.
+  Status move_remote(const Part& part, size_t skip, size_t len, char* here, bool to_peer) const;
 
   pid_t pid_ = 0;
   int rank_ = -1;
