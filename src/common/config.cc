@@ -134,11 +134,11 @@ const std::vector<Knob>& knob_registry() {
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
       {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "1048576", parse_non_negative,
-       "Allreduces of host memory among ranks of one host read the peers' buffers in place from "
-       "this size on (docs/memory.md)."},
+       "Allreduces of host memory among ranks of one host read and write the peers' buffers in "
+       "place from this size on (docs/memory.md)."},
       {"HVDC_PEER_READS", nullptr, -1, true, "1", parse_bool,
-       "0 keeps local peers from reading this rank's buffers in place: its allreduces move "
-       "through the transport."},
+       "0 keeps local peers from reading and writing this rank's buffers in place: its "
+       "allreduces move through the transport."},
       {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
        "Size of the pieces the ring allreduce pipelines and reduces in cache."},
       {"HVDC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", HVD_CFG_FUSION_THRESHOLD, true,
