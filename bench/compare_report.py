@@ -98,6 +98,10 @@ def collect_bench(series, prefix, source, path, i):
     if "-small-" in path:
         latency = doc["latency_4k_us"] if hvdc else doc["latency_4k_mpi_us"]
         series.add("latency_" + source, "value", i, latency)
+    # Every hvdc_bench run on one host times Open MPI's 4 KiB round trip: a steadiness probe.
+    if not prefix and doc.get("latency_4k_mpi_us"):  # one host only: TCP is slower by nature
+        run = os.path.basename(path)[:-len(".json")]
+        series.add("probe_mpi_4k_us", run, i, doc["latency_4k_mpi_us"])
 
 
 def collect(raw):
@@ -263,7 +267,28 @@ HEADER = ["workload", "hvdc", "Open MPI ob1", "Open MPI pml ucx", "limit",
           "ratio vs better MPI", "target", "met?"]
 
 
-def markdown(machine, table, runs, skipped, failures):
+def steadiness_line(series):
+    """Open MPI's 4 KiB round trip per invocation (min-max over its runs). An invocation whose
+    slowest probe is over twice the run's fastest was taken while the machine was slowed down
+    (another job, a noisy neighbour): its figures deserve suspicion."""
+    probes = series.data.get("probe_mpi_4k_us", {})
+    by_invocation = {}
+    for values in probes.values():
+        for i, v in values.items():
+            by_invocation.setdefault(i, []).append(v)
+    if not by_invocation:
+        return None
+    fastest = min(min(v) for v in by_invocation.values())
+    parts = []
+    for i in sorted(by_invocation):
+        low, high = min(by_invocation[i]), max(by_invocation[i])
+        flag = " (disturbed)" if high > 2 * fastest else ""
+        parts.append("%d: %.2f-%.2f us%s" % (i, low, high, flag))
+    return ("- steadiness: Open MPI's 4 KiB round trip, timed by every hvdc_bench run, per "
+            "invocation: " + "; ".join(parts))
+
+
+def markdown(machine, table, runs, skipped, failures, steadiness=None):
     lines = ["# hvdc beside Open MPI: np 2, float32 sum allreduce (bench/compare.sh)", "",
              "- date: %s; commit: %s" % (machine["date_utc"], machine["commit"]),
              "- machine: %s, %s cores, %s GiB memory, Linux %s" % (
@@ -273,6 +298,7 @@ def markdown(machine, table, runs, skipped, failures):
                  machine["command"], runs),
              "- load average at start / end: %s / %s (other jobs on the machine make every "
              "figure noisy)" % (machine["load_at_start"], machine.get("load_at_end", "?")),
+             *([steadiness] if steadiness else []),
              "- busbw = algbw x 2(n-1)/n. hvdc is `hvdc_bench` (MPI only bootstraps it); Open MPI "
              "is `hvdc_bench --mpi-only` under `--mca pml ob1` and under `--mca pml ucx --mca "
              "pml_ucx_tls any --mca pml_ucx_devices any`. The limit is `shm_limit`: two "
@@ -325,7 +351,7 @@ def report(out):
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     write_csv(os.path.join(out, "compare.csv"), series)
-    text = markdown(machine, table, len(invocations), skipped, failures)
+    text = markdown(machine, table, len(invocations), skipped, failures, steadiness_line(series))
     with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
         f.write(text)
     print(text)
