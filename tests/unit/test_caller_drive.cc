@@ -86,7 +86,7 @@ TEST(CallerDrive, CallbacksStillRunOnTheEngineThread) {
   std::vector<CallbackThread> seen(kRanks);
   std::vector<std::thread::id> waiter(kRanks);
   std::vector<Status> failed(kRanks);
-  std::vector<bool> drove(kRanks, true);
+  std::vector<int> drove(kRanks, 1);  // not vector<bool>: each thread writes its own element
   on_ranks(kRanks, [&](int r) {
     waiter[r] = std::this_thread::get_id();
     std::vector<float> in(kCount, 1.0f), out(kCount, 0.0f);
