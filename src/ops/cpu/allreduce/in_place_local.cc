@@ -12,6 +12,7 @@
 #include "ops/cpu/allreduce/phases.h"
 #include "ops/cpu/local/local_access.h"
 #include "ops/cpu/local/peer_view.h"
+#include "ops/cpu/local/stream_copy.h"
 #include "ops/cpu/reduce/reduce.h"
 
 namespace hvdc::ops::cpu {
@@ -173,7 +174,7 @@ const char* own_source(const Comm& comm, const Pieces& in, bool in_place, const 
 // postscale) and writes it into every member's output. No other member touches this chunk of
 // any buffer, in place or not, so no peer's own work can race with these writes.
 Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
-                        const std::vector<PeerViews>& views, const ReduceSpec& spec) {
+                        const std::vector<PeerViews>& views, bool mapped, const ReduceSpec& spec) {
   const int n = comm.size();
   const int me = comm.index;
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
@@ -182,6 +183,13 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   std::vector<char>& bounce = comm.local->bounce;
   if (bounce.size() < n * limits.max_staged) bounce.resize(n * limits.max_staged);
   const bool in_place = same_buffers(in, out);
+  // Out of place and large, no output line is cached, and a normal store reads its line from
+  // memory first: the sum goes to a cache-sized scratch and is streamed to every output
+  // instead. In place the lines were just read, so normal stores cost nothing extra; and where
+  // some buffer is reached through the kernel, streaming measured slower (docs/performance.md).
+  const bool stream = mapped && !in_place && out.bytes() >= comm.local->stream_min_bytes;
+  std::vector<char>& scratch = comm.local->sum;
+  if (stream && scratch.size() < limits.max_direct) scratch.resize(limits.max_direct);
   std::vector<const char*> src(n);
   for (const Segment& s : segs) {
     for (int m = 0; m < n; ++m) {
@@ -194,14 +202,17 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
       }
     }
     const size_t count = s.bytes / ch.esize;
-    reduce(s.addr, src[0], src[1], count, spec.dtype, spec.op);
-    for (int m = 2; m < n; ++m) reduce(s.addr, s.addr, src[m], count, spec.dtype, spec.op);
-    finish_reduction(s.addr, count, spec);
+    char* sum = stream && !s.staged ? scratch.data() : s.addr;
+    reduce(sum, src[0], src[1], count, spec.dtype, spec.op);
+    for (int m = 2; m < n; ++m) reduce(sum, sum, src[m], count, spec.dtype, spec.op);
+    finish_reduction(sum, count, spec);
     for (int m = 0; m < n; ++m) {
-      if (m != me) HVDC_RETURN_IF_ERROR(views[m].out.write(s.offset, s.bytes, s.addr));
+      if (m != me) HVDC_RETURN_IF_ERROR(views[m].out.write(s.offset, s.bytes, sum, stream));
     }
+    if (sum != s.addr) local::stream_copy(s.addr, sum, s.bytes);
     if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
   }
+  if (stream) local::stream_fence();  // before the "written" notice
   return Status::ok();
 }
 
@@ -225,7 +236,8 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
   if (!use) return Status::ok();
   *ran = true;
   const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
-  Status st = opened.is_ok() ? reduce_own_chunk(comm, in, out, ch, views, spec) : opened;
+  Status st =
+      opened.is_ok() ? reduce_own_chunk(comm, in, out, ch, views, !needs_cma, spec) : opened;
   // Every member's output is complete, and no member reads any buffer again, only once every
   // member has written its chunk everywhere.
   Status agreed;

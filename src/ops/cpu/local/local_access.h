@@ -27,6 +27,11 @@ struct LocalAccess {
   std::map<std::vector<int>, SetAccess> sets;  // by member ranks
   bool fallback_logged = false;
   std::vector<char> bounce;  // a segment per member, for reads through the kernel
+  std::vector<char> sum;     // a segment's result out of place, streamed to every output
+  // Out of place on mapped buffers, results are streamed past the cache from this op size on:
+  // below it the members' inputs and outputs together fit the 8 MiB last-level cache of the VM
+  // this was measured on, and streaming lost there (docs/performance.md).
+  size_t stream_min_bytes = size_t{4} << 20;
 };
 
 }  // namespace hvdc::ops::cpu::local

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ops/cpu/local/stream_copy.h"
+
 namespace hvdc::ops::cpu::local {
 
 using common::make_error;
@@ -99,12 +101,14 @@ Status PeerView::read(size_t offset, size_t len, char* dst) const {
   return Status::ok();
 }
 
-Status PeerView::write(size_t offset, size_t len, const char* src) const {
+Status PeerView::write(size_t offset, size_t len, const char* src, bool stream) const {
   for (size_t i = find(offset); len > 0 && i < parts_.size(); ++i) {
     const Part& part = parts_[i];
     const size_t skip = offset - part.start;
     const size_t n = std::min(len, part.bytes - skip);
-    if (part.local != nullptr) {
+    if (part.local != nullptr && stream) {
+      stream_copy(part.local + skip, src, n);
+    } else if (part.local != nullptr) {
       std::memcpy(part.local + skip, src, n);
     } else {
       // The kernel only reads from here; iovec's pointer is just not const.

@@ -29,8 +29,9 @@ class PeerView {
   const char* mapped(size_t offset, size_t len) const;
   // Copies the peer's bytes [offset, offset + len) to dst.
   Status read(size_t offset, size_t len, char* dst) const;
-  // Copies src to the peer's bytes [offset, offset + len).
-  Status write(size_t offset, size_t len, const char* src) const;
+  // Copies src to the peer's bytes [offset, offset + len); with `stream`, mapped pieces are
+  // written with non-temporal stores (stream_copy.h: stream_fence() before telling the peer).
+  Status write(size_t offset, size_t len, const char* src, bool stream) const;
 
  private:
   struct Part {
