@@ -21,7 +21,7 @@ struct ApiState {
   std::mutex lifecycle_mutex;  // serializes init and shutdown
   std::atomic<core::Engine*> engine{nullptr};
   std::atomic<pid_t> owner_pid{0};
-  // Set in the child of every fork() after watch_for_fork(), so that the calls of the owner
+  // Set in the child of every fork() after record_owner(), so that the calls of the owner
   // process compare no pid (getpid() is a system call on every hvd_* call otherwise).
   std::atomic<bool> forked_since_init{false};
   core::HandleTable handles;

@@ -337,16 +337,21 @@ pid_t exited_child() {
   return child;
 }
 
-// A peer that is gone fails a read as a peer failure naming its rank: fatal, as a lost
-// connection is, so that every rank's work ends instead of some waiting for it.
-TEST(PeerViewErrors, ReadingAProcessThatExitedIsAPeerFailure) {
+// A view of 64 bytes of a process that has exited, as global rank `rank`.
+void open_exited_view(int rank, hvdc::memory::PeerRegions& regions, PeerView* view) {
   static char remote[64];
   PieceDesc piece;
   piece.addr = reinterpret_cast<uintptr_t>(remote);
   piece.bytes = sizeof remote;
+  ASSERT_TRUE(view->open(exited_child(), rank, {piece}, regions).is_ok());
+}
+
+// A peer that is gone fails a read as a peer failure naming its rank: fatal, as a lost
+// connection is, so that every rank's work ends instead of some waiting for it.
+TEST(PeerViewErrors, ReadingAProcessThatExitedIsAPeerFailure) {
   hvdc::memory::PeerRegions regions;
   PeerView view;
-  ASSERT_TRUE(view.open(exited_child(), 7, {piece}, regions).is_ok());
+  ASSERT_NO_FATAL_FAILURE(open_exited_view(7, regions, &view));
   char got[64];
   const Status st = view.read(0, sizeof got, got);
   EXPECT_EQ(HVD_ERR_PEER_FAILURE, st.code()) << st.message();
@@ -355,13 +360,9 @@ TEST(PeerViewErrors, ReadingAProcessThatExitedIsAPeerFailure) {
 
 // Writing to a peer that is gone is a peer failure too, and the message says it was a write.
 TEST(PeerViewErrors, WritingAProcessThatExitedIsAPeerFailure) {
-  static char remote[64];
-  PieceDesc piece;
-  piece.addr = reinterpret_cast<uintptr_t>(remote);
-  piece.bytes = sizeof remote;
   hvdc::memory::PeerRegions regions;
   PeerView view;
-  ASSERT_TRUE(view.open(exited_child(), 5, {piece}, regions).is_ok());
+  ASSERT_NO_FATAL_FAILURE(open_exited_view(5, regions, &view));
   const char data[64] = {1};
   const Status st = view.write(0, sizeof data, data, false);
   EXPECT_EQ(HVD_ERR_PEER_FAILURE, st.code()) << st.message();

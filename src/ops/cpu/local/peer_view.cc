@@ -84,41 +84,34 @@ Status PeerView::move_remote(const Part& part, size_t skip, size_t len, char* he
   return Status::ok();
 }
 
-Status PeerView::read(size_t offset, size_t len, char* dst) const {
+Status PeerView::move(size_t offset, size_t len, char* here, bool to_peer, bool stream) const {
   for (size_t i = find(offset); len > 0 && i < parts_.size(); ++i) {
     const Part& part = parts_[i];
     const size_t skip = offset - part.start;
     const size_t n = std::min(len, part.bytes - skip);
-    if (part.local != nullptr) {
-      std::memcpy(dst, part.local + skip, n);
+    if (part.local == nullptr) {
+      HVDC_RETURN_IF_ERROR(move_remote(part, skip, n, here, to_peer));
+    } else if (!to_peer) {
+      std::memcpy(here, part.local + skip, n);
+    } else if (stream) {
+      stream_copy(part.local + skip, here, n);
     } else {
-      HVDC_RETURN_IF_ERROR(move_remote(part, skip, n, dst, false));
+      std::memcpy(part.local + skip, here, n);
     }
-    dst += n;
+    here += n;
     offset += n;
     len -= n;
   }
   return Status::ok();
 }
 
+Status PeerView::read(size_t offset, size_t len, char* dst) const {
+  return move(offset, len, dst, false, false);
+}
+
 Status PeerView::write(size_t offset, size_t len, const char* src, bool stream) const {
-  for (size_t i = find(offset); len > 0 && i < parts_.size(); ++i) {
-    const Part& part = parts_[i];
-    const size_t skip = offset - part.start;
-    const size_t n = std::min(len, part.bytes - skip);
-    if (part.local != nullptr && stream) {
-      stream_copy(part.local + skip, src, n);
-    } else if (part.local != nullptr) {
-      std::memcpy(part.local + skip, src, n);
-    } else {
-      // The kernel only reads from here; iovec's pointer is just not const.
-      HVDC_RETURN_IF_ERROR(move_remote(part, skip, n, const_cast<char*>(src), true));
-    }
-    src += n;
-    offset += n;
-    len -= n;
-  }
-  return Status::ok();
+  // Only read from: the kernel's iovec and the shared walk just take a non-const pointer.
+  return move(offset, len, const_cast<char*>(src), true, stream);
 }
 
 }  // namespace hvdc::ops::cpu::local

@@ -41,6 +41,8 @@ class PeerView {
     char* local;    // mapped here, or nullptr
   };
   size_t find(size_t offset) const;
+  // read() and write(): the view's bytes [offset, offset + len) from or to `here`, part by part.
+  Status move(size_t offset, size_t len, char* here, bool to_peer, bool stream) const;
   // process_vm_readv (to_peer false: peer -> here) or process_vm_writev (here -> peer) of len
   // bytes at part's byte `skip`, repeated until all moved.
   Status move_remote(const Part& part, size_t skip, size_t len, char* here, bool to_peer) const;
