@@ -6,12 +6,17 @@
 //              allreduce), then both meet at a barrier. busbw = bytes / time, the figure an
 //              allreduce's busbw (algbw * 2(n-1)/n, n = 2) is compared with.
 //   reduce-nt  the same with non-temporal stores (x86 with AVX2 only); the limit is the better.
+//   cma        the limit for buffers the peers cannot map (a framework's heap): each rank has a
+//              private buffer and, per 256 KiB segment of its half, reads the peer's segment
+//              through the kernel (process_vm_readv), adds it into its own and writes the sum
+//              into the peer's (process_vm_writev), as hvdc's in-place path does on heap buffers.
 //   stream     memory bandwidth: each process streams over its own buffer in place (a[i] += 1,
 //              one read and one write), both at once; GB/s counts bytes read plus written. The
 //              in-place allreduce moves 4 bytes per byte of busbw, so it bounds busbw by GB/s / 4.
 // usage: shm_limit [-b MIN] [-e MAX] [-f FACTOR] [--json FILE]   (sizes are bytes per rank)
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +47,9 @@ struct Control {
   alignas(64) std::atomic<int> arrived;
   alignas(64) std::atomic<int> phase;
   alignas(64) std::atomic<int> child_wrong;
+  alignas(64) std::atomic<pid_t> pid[2];     // each rank's process and private buffer,
+  std::atomic<uintptr_t> private_buffer[2];  // for the cma kernel
+  std::atomic<int> cma_refused;              // a kernel copy failed (ptrace policy)
 };
 
 struct Segment {
@@ -49,9 +57,11 @@ struct Segment {
   float* a;  // rank 0's buffer
   float* b;  // rank 1's buffer
   size_t count;
+  float* own = nullptr;  // this rank's private buffer (cma)
 };
 
-enum Kernel { kReduce, kReduceNt, kStream, kKernels };
+enum Kernel { kReduce, kReduceNt, kStream, kCma, kKernels };
+constexpr size_t kCmaSegment = 256 << 10;  // HVDC_SEGMENT_BYTES' default
 
 double now_s() {
   timespec t;
@@ -98,6 +108,36 @@ __attribute__((target_clones("avx2", "default"))) void stream_own(float* a, size
   for (size_t i = 0; i < n; ++i) a[i] += 1.0f;
 }
 
+__attribute__((target_clones("avx2", "default"))) void add_into(float* __restrict a,
+                                                                const float* __restrict b,
+                                                                size_t n) {
+  for (size_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+// The peer's half r through the kernel: read a segment, add it into this rank's buffer, write
+// the sum back. Returns false if the kernel refused a copy.
+bool cma_reduce_half(const Segment* s, int rank) {
+  static thread_local std::vector<float> bounce(kCmaSegment / sizeof(float));
+  const int peer = 1 - rank;
+  const pid_t pid = s->control->pid[peer].load();
+  char* remote = reinterpret_cast<char*>(s->control->private_buffer[peer].load());
+  const size_t half = s->count / 2 * sizeof(float), lo = rank * half;
+  char* own = reinterpret_cast<char*>(s->own);
+  for (size_t off = lo; off < lo + half; off += kCmaSegment) {
+    const size_t n = std::min(kCmaSegment, lo + half - off);
+    iovec local_in = {bounce.data(), n}, remote_io = {remote + off, n};
+    if (process_vm_readv(pid, &local_in, 1, &remote_io, 1, 0) != static_cast<ssize_t>(n)) {
+      return false;
+    }
+    add_into(reinterpret_cast<float*>(own + off), bounce.data(), n / sizeof(float));
+    iovec local_out = {own + off, n};
+    if (process_vm_writev(pid, &local_out, 1, &remote_io, 1, 0) != static_cast<ssize_t>(n)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void run_kernel(Kernel k, const Segment* s, int rank) {
   const size_t half = s->count / 2, lo = rank * half;
   if (k == kReduce) reduce_half(s->a + lo, s->b + lo, half);
@@ -105,6 +145,7 @@ void run_kernel(Kernel k, const Segment* s, int rank) {
   if (k == kReduceNt) reduce_half_nt(s->a + lo, s->b + lo, half);
 #endif
   if (k == kStream) stream_own(rank == 0 ? s->a : s->b, s->count);
+  if (k == kCma && !cma_reduce_half(s, rank)) s->control->cma_refused.store(1);
 }
 
 long count_not(const float* v, size_t n, float want) {
@@ -116,13 +157,19 @@ long count_not(const float* v, size_t n, float want) {
 // One op on 1s and 2s must leave 3s in both buffers: a limit measured on a kernel that does not
 // reduce would be no limit. Each rank first-touches its own buffer.
 long check_first_op(Kernel k, Segment* s, int rank, int* sense) {
-  float* mine = rank == 0 ? s->a : s->b;
+  float* mine = k == kCma ? s->own : rank == 0 ? s->a : s->b;
   for (size_t i = 0; i < s->count; ++i) mine[i] = static_cast<float>(rank + 1);
   barrier(s->control, sense);
   run_kernel(k, s, rank);
   barrier(s->control, sense);
   const size_t half = s->count / 2, lo = rank * half;
   if (k == kStream) return count_not(mine, s->count, rank + 2.0f);
+  if (k == kCma) {
+    // The peer writes half of this buffer: it must not start its next op until this is counted.
+    const long wrong = s->control->cma_refused.load() ? 0 : count_not(mine, s->count, 3.0f);
+    barrier(s->control, sense);
+    return wrong;
+  }
   return count_not(s->a + lo, half, 3.0f) + count_not(s->b + lo, half, 3.0f);
 }
 
@@ -207,6 +254,7 @@ void measure_size(Segment* s, int rank, Row* row) {
     row->wrong += check_first_op(kernel, s, rank, &sense);
     row->seconds[k] = time_kernel(kernel, s, rank, iters, &sense);
   }
+  if (s->control->cma_refused.load()) row->seconds[kCma] = 0;  // not measured: shown as 0
 }
 
 // Maps the segment, forks rank 1, measures, and fills rank 0's row (rank 1 exits here).
@@ -227,7 +275,21 @@ bool run_size(Row* row) {
     std::fprintf(stderr, "shm_limit: fork failed: %s\n", std::strerror(errno));
     return false;
   }
-  measure_size(&s, child == 0 ? 1 : 0, row);
+  // The cma kernel's buffers are private to each process, as a framework's heap is.
+  const int rank = child == 0 ? 1 : 0;
+  void* own = mmap(nullptr, buffer, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (own == MAP_FAILED) {
+    std::fprintf(stderr, "shm_limit: private mmap failed: %s\n", std::strerror(errno));
+    _exit(1);  // the peer's barrier never completes: a broken machine, not a measurement
+  }
+  s.own = static_cast<float*>(own);
+  control->pid[rank].store(getpid());
+  control->private_buffer[rank].store(reinterpret_cast<uintptr_t>(own));
+  int sense = 0;
+  barrier(control, &sense);
+  barrier(control, &sense);  // measure_size's sense starts afresh: an even number of flips
+  measure_size(&s, rank, row);
+  munmap(own, buffer);
   if (child == 0) {
     control->child_wrong.store(row->wrong > 0 ? 1 : 0);
     _exit(0);
@@ -247,6 +309,7 @@ double gbps(double bytes, double seconds) {
 struct Figures {
   double reduce, reduce_nt, limit;  // busbw
   double stream;                    // bytes read + written by both ranks
+  double cma;                       // busbw through kernel copies (0: refused)
 };
 
 Figures figures(const Row& r) {
@@ -255,6 +318,7 @@ Figures figures(const Row& r) {
   f.reduce_nt = gbps(r.bytes, r.seconds[kReduceNt]);
   f.limit = std::max(f.reduce, f.reduce_nt);
   f.stream = gbps(2.0 * kRanks * r.bytes, r.seconds[kStream]);
+  f.cma = gbps(r.bytes, r.seconds[kCma]);
   return f;
 }
 
@@ -270,9 +334,9 @@ void write_json(const Options& o, const std::vector<Row>& rows) {
     std::fprintf(out,
                  "%s\n  {\"bytes\": %zu, \"reduce_busbw\": %.4f, \"reduce_nt_busbw\": %.4f, "
                  "\"limit_busbw\": %.4f, \"stream_gbps\": %.4f, \"stream_busbw_bound\": %.4f, "
-                 "\"wrong\": %ld}",
+                 "\"cma_busbw\": %.4f, \"wrong\": %ld}",
                  i ? "," : "", rows[i].bytes, f.reduce, f.reduce_nt, f.limit, f.stream,
-                 f.stream / 4, rows[i].wrong);
+                 f.stream / 4, f.cma, rows[i].wrong);
   }
   std::fprintf(out, "\n]}\n");
   std::fclose(out);
@@ -280,12 +344,12 @@ void write_json(const Options& o, const std::vector<Row>& rows) {
 
 void report(const Options& o, const std::vector<Row>& rows) {
   std::printf("# shm_limit: 2 processes, one shared segment, float32 sum in place (busbw GB/s)\n");
-  std::printf("%12s %10s %10s %10s %12s %12s %7s\n", "size(B)", "reduce", "reduce_nt", "limit",
-              "stream_GB/s", "stream/4", "#wrong");
+  std::printf("%12s %10s %10s %10s %12s %12s %10s %7s\n", "size(B)", "reduce", "reduce_nt", "limit",
+              "stream_GB/s", "stream/4", "cma", "#wrong");
   for (const Row& r : rows) {
     const Figures f = figures(r);
-    std::printf("%12zu %10.2f %10.2f %10.2f %12.2f %12.2f %7ld\n", r.bytes, f.reduce, f.reduce_nt,
-                f.limit, f.stream, f.stream / 4, r.wrong);
+    std::printf("%12zu %10.2f %10.2f %10.2f %12.2f %12.2f %10.2f %7ld\n", r.bytes, f.reduce,
+                f.reduce_nt, f.limit, f.stream, f.stream / 4, f.cma, r.wrong);
   }
   if (!o.json.empty()) write_json(o, rows);
 }

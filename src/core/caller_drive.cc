@@ -78,20 +78,30 @@ void Engine::stand_aside(std::chrono::steady_clock::time_point now) {
   sched_yield();
 }
 
+// Idle passes run back to back this long before the driver yields. A peer's message is
+// usually a microsecond or two away: yielding after every idle pass hands the core to this
+// process's engine thread (standing aside) and back, which on a VM costs more than the wait.
+// Bounded, so that a thread that needs this core (a peer's driver) waits at most this long.
+constexpr auto kIdlePassesBeforeYield = std::chrono::microseconds(2);
+
 bool Engine::drive(const OpState& op) {
   if (engine_thread_only_.load() || stop_.load(std::memory_order_acquire)) return false;
   DriverCount counted(drivers_);
   const auto spin = std::chrono::microseconds(config_.spin_micros);
   auto last_busy = std::chrono::steady_clock::now();
+  auto idle_since = last_busy;  // the last busy pass or yield
   bool busy = true;
   while (!op.done()) {
     const auto now = std::chrono::steady_clock::now();
-    if (busy) last_busy = now;
+    if (busy) last_busy = idle_since = now;
     // Waiting for peers longer than the spin: the engine thread sleeps until they answer.
     if (now - last_busy > spin) return true;
+    if (now - idle_since > kIdlePassesBeforeYield) {
+      sched_yield();
+      idle_since = std::chrono::steady_clock::now();
+    }
     busy = false;
     if (!try_drive_pass(now, &busy)) return false;
-    if (!busy) sched_yield();
   }
   return true;
 }
