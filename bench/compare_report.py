@@ -110,7 +110,7 @@ def collect(raw):
         if not name.endswith(".json"):
             continue
         path, i = os.path.join(raw, name), invocation_of(name)
-        if m := re.match(r"(hvdc|ob1|ucx|shared)-(small|large)-", name):
+        if m := re.match(r"(hvdc|ob1|ucx|shared)-(small|mid|large)-", name):
             collect_bench(series, "", m.group(1), path, i)
         elif m := re.match(r"mh-(hvdc|ob1|ucx)-", name):
             collect_bench(series, "mh_", m.group(1), path, i)
