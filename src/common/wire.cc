@@ -14,6 +14,11 @@ void WireWriter::i64s(const std::vector<int64_t>& v) {
   raw(v.data(), v.size() * sizeof(int64_t));
 }
 
+void WireWriter::u64s(const std::vector<uint64_t>& v) {
+  u32(static_cast<uint32_t>(v.size()));
+  raw(v.data(), v.size() * sizeof(uint64_t));
+}
+
 Status WireReader::malformed(const char* why) const {
   return make_error(HVD_ERR_INTERNAL, "malformed %s (%zu bytes): %s at offset %zu", what_,
                     in_.size(), why, pos_);
@@ -36,15 +41,24 @@ Status WireReader::str(std::string* s, size_t max_len) {
   return Status::ok();
 }
 
-Status WireReader::i64s(std::vector<int64_t>* v, size_t max_count) {
+template <class T>
+Status WireReader::array(std::vector<T>* v, size_t max_count) {
   uint32_t n = 0;
   HVDC_RETURN_IF_ERROR(u32(&n));
   if (n > max_count) return malformed("array longer than allowed");
-  if ((in_.size() - pos_) / sizeof(int64_t) < n) return malformed("array runs past the end");
+  if ((in_.size() - pos_) / sizeof(T) < n) return malformed("array runs past the end");
   v->resize(n);
-  if (n > 0) std::memcpy(v->data(), in_.data() + pos_, n * sizeof(int64_t));
-  pos_ += n * sizeof(int64_t);
+  if (n > 0) std::memcpy(v->data(), in_.data() + pos_, n * sizeof(T));
+  pos_ += n * sizeof(T);
   return Status::ok();
+}
+
+Status WireReader::i64s(std::vector<int64_t>* v, size_t max_count) {
+  return array(v, max_count);
+}
+
+Status WireReader::u64s(std::vector<uint64_t>* v, size_t max_count) {
+  return array(v, max_count);
 }
 
 Status WireReader::count(uint32_t* n, size_t min_item_bytes) {

@@ -18,6 +18,7 @@ namespace hvdc::common {
 
 class WireWriter {
  public:
+  void reserve(size_t bytes) { out_.reserve(bytes); }
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void i32(int32_t v) { raw(&v, sizeof(v)); }
   void u32(uint32_t v) { raw(&v, sizeof(v)); }
@@ -25,6 +26,7 @@ class WireWriter {
   void f64(double v) { raw(&v, sizeof(v)); }
   void str(const std::string& s);
   void i64s(const std::vector<int64_t>& v);
+  void u64s(const std::vector<uint64_t>& v);  // the same layout as i64s
   // A field of fixed size (magic, nonce): no length prefix, the reader knows the size.
   void bytes(const void* p, size_t n) { raw(p, n); }
   std::string take() { return std::move(out_); }
@@ -45,6 +47,7 @@ class WireReader {
   Status f64(double* v) { return raw(v, sizeof(*v)); }
   Status str(std::string* s, size_t max_len);
   Status i64s(std::vector<int64_t>* v, size_t max_count);
+  Status u64s(std::vector<uint64_t>* v, size_t max_count);
   // A field of fixed size, written by WireWriter::bytes.
   Status bytes(void* p, size_t n) { return raw(p, n); }
   // A count of items, each at least min_item_bytes long: rejects counts the input cannot hold.
@@ -54,6 +57,8 @@ class WireReader {
 
  private:
   Status raw(void* p, size_t n);
+  template <class T>
+  Status array(std::vector<T>* v, size_t max_count);
   Status malformed(const char* why) const;
   const std::string& in_;
   size_t pos_ = 0;

@@ -108,14 +108,11 @@ Status read_responses(WireReader& in, ResponseList* out) {
 }
 
 void write_words(WireWriter& out, const std::vector<uint64_t>& words) {
-  out.i64s(std::vector<int64_t>(words.begin(), words.end()));
+  out.u64s(words);
 }
 
 Status read_words(WireReader& in, std::vector<uint64_t>* words) {
-  std::vector<int64_t> raw;
-  HVDC_RETURN_IF_ERROR(in.i64s(&raw, kMaxCacheWords));
-  words->assign(raw.begin(), raw.end());
-  return Status::ok();
+  return in.u64s(words, kMaxCacheWords);
 }
 
 void write_cache_bits(WireWriter& out, const std::vector<CacheBits>& sets) {
@@ -252,6 +249,7 @@ std::string encode(const ResponseList& list) {
 
 std::string encode(const RoundMessage& msg) {
   WireWriter out;
+  out.reserve(512);  // a warm step's round (a few sets' bits) in one allocation
   out.i64(static_cast<int64_t>(msg.round));
   write_cache_bits(out, msg.sets);
   out.i32(msg.joined);

@@ -24,6 +24,7 @@ common::Status OpState::wait(int spin_micros) {
   // A short spin catches ops that finish within microseconds without paying for a futex
   // sleep and wake-up. It yields each time round: on a machine with as many busy threads as
   // cores, a plain spin would keep the engine threads that complete the op off the CPU.
+  if (done()) return result();  // hvd_wait drove it to the end: no clock to read
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_micros);
   while (!done() && std::chrono::steady_clock::now() < until) sched_yield();
   std::unique_lock<std::mutex> lock(mutex_);

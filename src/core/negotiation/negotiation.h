@@ -124,7 +124,11 @@ class Negotiation {
   std::chrono::steady_clock::time_point last_round_done_;
   std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
   std::unique_ptr<TreeRounds> tree_;  // rounds up and down a tree; null: all-to-all
-  bool tree_probed_ = false;          // the round in progress probed the ranks it lacks
+  struct AgreeBits {
+    std::vector<uint64_t> hits, wanted, invalid;
+  } agree_bits_;              // agree_cached()'s, reused
+  std::string round_bytes_;   // progress_rounds()' receive buffer, reused
+  bool tree_probed_ = false;  // the round in progress probed the ranks it lacks
   std::chrono::steady_clock::time_point next_stall_check_;
   bool warned_eviction_ = false;
   bool self_joined_ = false;

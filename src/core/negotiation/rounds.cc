@@ -39,7 +39,7 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_poin
   if (tree_) return progress_tree_rounds(agreed, now);
   bool busy = false;
   transport::Tag tag;
-  std::string bytes;
+  std::string& bytes = round_bytes_;  // kept: a warm step's round message fits its capacity
   while (ctx_.transport && ctx_.transport->poll_message(make_tag(TagKind::kRound, 0, 0),
                                                         transport::kTagKindMask, &tag, &bytes)) {
     busy = true;
@@ -192,7 +192,11 @@ void Negotiation::complete_round(std::deque<Response>* agreed) {
   for (auto& [id, set] : *ctx_.sets) {
     for (Response& r : agree_cached(*set, messages, list)) cached.push_back(std::move(r));
   }
-  for (Response& r : cached) list.push_back(std::move(r));
+  if (list.empty()) {
+    list = std::move(cached);  // a warm step's round: only cached responses
+  } else {
+    for (Response& r : cached) list.push_back(std::move(r));
+  }
   ++round_;
   in_round_ = false;
   last_round_done_ = std::chrono::steady_clock::now();
@@ -226,7 +230,13 @@ std::vector<Response> Negotiation::agree_cached(
     SetState& set, const std::vector<std::unique_ptr<RoundMessage>>& messages,
     const std::vector<Response>& negotiated) {
   const size_t words = set.cache.words();
-  std::vector<uint64_t> hits(words, ~uint64_t{0}), wanted(words, 0), invalid(words, 0);
+  // Kept between rounds: a warm step's round allocates no bit vectors.
+  std::vector<uint64_t>& hits = agree_bits_.hits;
+  std::vector<uint64_t>& wanted = agree_bits_.wanted;
+  std::vector<uint64_t>& invalid = agree_bits_.invalid;
+  hits.assign(words, ~uint64_t{0});
+  wanted.assign(words, 0);
+  invalid.assign(words, 0);
   bool peer_joined = false;
   for (int member : set.info.ranks) {
     const RoundMessage& m = *messages[member];

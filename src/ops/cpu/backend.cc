@@ -71,6 +71,7 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
 std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
   const size_t esize = common::dtype_size(op.dtype);
   std::vector<Piece> pieces;
+  pieces.reserve(op.tensors.size());
   join_zeros_.clear();
   for (const TensorArgs& tensor : op.tensors) {
     const size_t count = static_cast<size_t>(tensor.count);

@@ -75,8 +75,8 @@ std::vector<int> UcxTransport::waited_peers() const {
 
 Status UcxTransport::wait_for(Request* reqs, size_t count, const Interrupt& interrupt) {
   const auto spin = std::chrono::microseconds(options_.spin_micros);
-  auto spin_until = Clock::now() + spin;
   auto last_moved = Clock::now();
+  auto spin_until = last_moved + spin;
   size_t left = incomplete(reqs, count);
   for (;;) {
     bool all_done = false;

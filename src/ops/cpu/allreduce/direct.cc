@@ -12,7 +12,11 @@ Status direct_contiguous(Comm& comm, char* buf, size_t count, const ReduceSpec& 
   const int n = comm.size();
   const size_t bytes = count * common::dtype_size(spec.dtype);
   char* slots = comm.scratch_bytes(bytes * n);
-  std::vector<transport::Request> reqs(2 * (n - 1));
+  // Most groups are small: their requests live on the stack.
+  constexpr int kStackMembers = 8;
+  transport::Request stack_reqs[2 * (kStackMembers - 1)];
+  std::vector<transport::Request> heap_reqs(n > kStackMembers ? 2 * (n - 1) : 0);
+  transport::Request* reqs = n > kStackMembers ? heap_reqs.data() : stack_reqs;
   size_t r = 0;
   for (int m = 0; m < n; ++m) {
     if (m == comm.index) continue;
@@ -21,9 +25,17 @@ Status direct_contiguous(Comm& comm, char* buf, size_t count, const ReduceSpec& 
     HVDC_RETURN_IF_ERROR(
         comm.transport->isend(comm.members[m], comm.tag(comm.index, 0), buf, bytes, &reqs[r++]));
   }
-  HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs.data(), r, comm.interrupt));
+  HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs, r, comm.interrupt));
+  // The same left-to-right order on every member gives the same bits everywhere. With two
+  // members this one's contribution is read from buf itself (reduce allows dst to alias a side).
+  if (n == 2) {
+    const char* other = slots + (1 - comm.index) * bytes;
+    reduce(buf, comm.index == 0 ? buf : other, comm.index == 0 ? other : buf, count, spec.dtype,
+           spec.op);
+    finish_reduction(buf, count, spec);
+    return Status::ok();
+  }
   std::memcpy(slots + comm.index * bytes, buf, bytes);
-  // The same left-to-right order on every member gives the same bits everywhere.
   reduce(buf, slots, slots + bytes, count, spec.dtype, spec.op);
   for (int m = 2; m < n; ++m) reduce(buf, buf, slots + m * bytes, count, spec.dtype, spec.op);
   finish_reduction(buf, count, spec);
