@@ -192,6 +192,23 @@ TEST(Wire, PrimitivesAreLittleEndianAndRoundTrip) {
   EXPECT_FALSE(r.i32(&past_end).is_ok());
 }
 
+// Cache bits travel as u64s: the i64s layout, so the top bit of a word survives as is.
+TEST(Wire, UnsignedWordsHaveTheSignedLayoutAndLimits) {
+  WireWriter w;
+  w.u64s({0x8000000000000001ull, 0, 42});
+  const std::string bytes = w.take();
+  ASSERT_EQ(bytes, Bytes().u32(3).i64(INT64_MIN + 1).i64(0).i64(42).s);
+  std::vector<uint64_t> v;
+  WireReader r(bytes, "t");
+  ASSERT_TRUE(r.u64s(&v, 3).is_ok());
+  EXPECT_TRUE(r.finish().is_ok());
+  EXPECT_EQ(v, (std::vector<uint64_t>{0x8000000000000001ull, 0, 42}));
+  EXPECT_FALSE(WireReader(bytes, "t").u64s(&v, 2).is_ok());
+  EXPECT_FALSE(WireReader(bytes.substr(0, bytes.size() - 1), "t").u64s(&v, 3).is_ok());
+  const std::string huge = Bytes().u32(0xFFFFFFFFu).i64(1).s;
+  EXPECT_FALSE(WireReader(huge, "t").u64s(&v, SIZE_MAX).is_ok());
+}
+
 TEST(Wire, ReaderRejectsOverLimitsAndShortInput) {
   const std::string str4 = Bytes().str("abcd").s;
   std::string s;
