@@ -245,14 +245,13 @@ bool kernel_available(Kernel k) {
 }
 
 // Both ranks run every kernel in the same order; rank 0 keeps the times.
-void measure_size(Segment* s, int rank, Row* row) {
-  int sense = 0;
+void measure_size(Segment* s, int rank, Row* row, int* sense) {
   const int iters = iterations_for(row->bytes);
   for (int k = 0; k < kKernels; ++k) {
     const Kernel kernel = static_cast<Kernel>(k);
     if (!kernel_available(kernel)) continue;
-    row->wrong += check_first_op(kernel, s, rank, &sense);
-    row->seconds[k] = time_kernel(kernel, s, rank, iters, &sense);
+    row->wrong += check_first_op(kernel, s, rank, sense);
+    row->seconds[k] = time_kernel(kernel, s, rank, iters, sense);
   }
   if (s->control->cma_refused.load()) row->seconds[kCma] = 0;  // not measured: shown as 0
 }
@@ -270,25 +269,26 @@ bool run_size(Row* row) {
   Control* control = new (base) Control();  // zeroed atomics, placed in the shared page
   Segment s = {control, reinterpret_cast<float*>(base + kAlign),
                reinterpret_cast<float*>(base + kAlign + buffer), row->bytes / sizeof(float)};
+  // The cma kernel's buffers are private to each process, as a framework's heap is: mapped
+  // before the fork, each process's first touch gives it pages of its own.
+  void* own = mmap(nullptr, buffer, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (own == MAP_FAILED) {
+    std::fprintf(stderr, "shm_limit: mmap of %zu private bytes failed: %s\n", buffer,
+                 std::strerror(errno));
+    return false;
+  }
+  s.own = static_cast<float*>(own);
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "shm_limit: fork failed: %s\n", std::strerror(errno));
     return false;
   }
-  // The cma kernel's buffers are private to each process, as a framework's heap is.
   const int rank = child == 0 ? 1 : 0;
-  void* own = mmap(nullptr, buffer, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (own == MAP_FAILED) {
-    std::fprintf(stderr, "shm_limit: private mmap failed: %s\n", std::strerror(errno));
-    _exit(1);  // the peer's barrier never completes: a broken machine, not a measurement
-  }
-  s.own = static_cast<float*>(own);
   control->pid[rank].store(getpid());
   control->private_buffer[rank].store(reinterpret_cast<uintptr_t>(own));
   int sense = 0;
-  barrier(control, &sense);
-  barrier(control, &sense);  // measure_size's sense starts afresh: an even number of flips
-  measure_size(&s, rank, row);
+  barrier(control, &sense);  // both published before either reads the other's
+  measure_size(&s, rank, row, &sense);
   munmap(own, buffer);
   if (child == 0) {
     control->child_wrong.store(row->wrong > 0 ? 1 : 0);

@@ -26,18 +26,17 @@ Status direct_contiguous(Comm& comm, char* buf, size_t count, const ReduceSpec& 
         comm.transport->isend(comm.members[m], comm.tag(comm.index, 0), buf, bytes, &reqs[r++]));
   }
   HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs, r, comm.interrupt));
-  // The same left-to-right order on every member gives the same bits everywhere. With two
-  // members this one's contribution is read from buf itself (reduce allows dst to alias a side).
-  if (n == 2) {
-    const char* other = slots + (1 - comm.index) * bytes;
-    reduce(buf, comm.index == 0 ? buf : other, comm.index == 0 ? other : buf, count, spec.dtype,
-           spec.op);
-    finish_reduction(buf, count, spec);
-    return Status::ok();
-  }
-  std::memcpy(slots + comm.index * bytes, buf, bytes);
-  reduce(buf, slots, slots + bytes, count, spec.dtype, spec.op);
-  for (int m = 2; m < n; ++m) reduce(buf, buf, slots + m * bytes, count, spec.dtype, spec.op);
+  // The same left-to-right order on every member gives the same bits everywhere. Members 0
+  // and 1 read their own contribution from buf itself, since the first reduce consumes it
+  // (reduce allows dst to alias a side); a later member's buf holds the running sum by its
+  // turn, so it copies its contribution aside first.
+  const bool own_aside = comm.index >= 2;
+  if (own_aside) std::memcpy(slots + comm.index * bytes, buf, bytes);
+  auto from = [&](int m) -> const char* {
+    return m == comm.index && !own_aside ? buf : slots + m * bytes;
+  };
+  reduce(buf, from(0), from(1), count, spec.dtype, spec.op);
+  for (int m = 2; m < n; ++m) reduce(buf, buf, from(m), count, spec.dtype, spec.op);
   finish_reduction(buf, count, spec);
   return Status::ok();
 }
