@@ -133,9 +133,12 @@ const std::vector<Knob>& knob_registry() {
        "Microseconds the engine thread polls for work before it sleeps."},
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
-      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "1048576", parse_non_negative,
+      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "16384", parse_non_negative,
        "Allreduces of host memory among ranks of one host read and write the peers' buffers in "
        "place from this size on (docs/memory.md)."},
+      {"HVDC_LOCAL_STAGE_BYTES", nullptr, -1, true, "524288", parse_non_negative,
+       "Those allreduces on heap buffers up to this size go through a region of this rank's that "
+       "the peers map, instead of through the kernel; 0 never (docs/memory.md)."},
       {"HVDC_PEER_READS", nullptr, -1, true, "1", parse_bool,
        "0 keeps local peers from reading and writing this rank's buffers in place: its "
        "allreduces move through the transport."},

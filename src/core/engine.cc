@@ -69,6 +69,7 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
   options.deterministic = config.deterministic;
   options.local_min_bytes = config.local_min_bytes;
   options.peer_reads = config.peer_reads;
+  options.local_stage_bytes = config.local_stage_bytes;
   // CUDA tensors: the plugin's runtime, loaded on the first one (tests inject their own).
   ops::DeviceRuntimeProvider device_runtime = config.device_runtime;
   if (!device_runtime)

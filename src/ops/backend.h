@@ -99,7 +99,8 @@ struct BackendOptions {
   size_t small_allreduce_bytes = 64 << 10;  // host allreduce: direct up to this size
   size_t segment_bytes = 256 << 10;         // host pipelines: bytes per segment
   bool deterministic = false;               // reduce in member order whatever the sizes
-  size_t local_min_bytes = 1 << 20;         // host allreduce on one host: in place from this size
+  size_t local_min_bytes = 16 << 10;        // host allreduce on one host: in place from this size
+  size_t local_stage_bytes = 512 << 10;     // ... and staged through a mapped region up to this
   bool peer_reads = true;                   // this rank may read local peers' memory
 };
 

@@ -1,7 +1,11 @@
 // HVDC_DETERMINISTIC: random float32 tensors reduced under fusion thresholds 0, 4 KiB and
-// 64 MiB must give identical bits; the same under the default mode is allowed to differ, and
-// (as a control that the comparison can see a difference) at 3 or more ranks it does. One
-// process per rank initializes MPI itself so that hvdc can be initialized once per setting.
+// 64 MiB must give identical bits, on one host's in-place path and on the transport's
+// member-ordered algorithm alike; the transport's ring under the default mode is allowed to
+// differ, and (as a control that the comparison can see a difference) at 3 or more ranks it
+// does. One process per rank initializes MPI itself so that hvdc can be initialized once per
+// setting.
+#include <stdlib.h>
+
 #include <hvdc.h>
 #include <mpi.h>
 
@@ -18,6 +22,7 @@ struct Setting {
   const char* label;
   int deterministic;
   int64_t threshold;
+  const char* peer_reads;  // HVDC_PEER_READS: "0" keeps one host's allreduces on the transport
 };
 
 // 40 tensors, the same sizes on every rank: most beyond the direct algorithm's 64 KiB, so the
@@ -48,6 +53,7 @@ uint64_t fnv1a(const void* data, size_t bytes, uint64_t h) {
 // Runs every tensor once under `setting`, submitted in an order that depends on the rank and
 // the setting; returns a hash of all results (0 on failure).
 uint64_t run(const Setting& setting, int rank, int index) {
+  setenv("HVDC_PEER_READS", setting.peer_reads, 1);
   hvd_config_t* config = nullptr;
   hvd_config_create(&config);
   hvd_config_set_int(config, HVD_CFG_DETERMINISTIC, setting.deterministic);
@@ -98,23 +104,25 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const Setting settings[] = {{"deterministic, fusion 0", 1, 0},
-                              {"deterministic, fusion 4 KiB", 1, 4096},
-                              {"deterministic, fusion 64 MiB", 1, 64 << 20},
-                              {"default, fusion 0", 0, 0},
-                              {"default, fusion 64 MiB", 0, 64 << 20}};
+  const Setting settings[] = {{"deterministic, fusion 0", 1, 0, "1"},
+                              {"deterministic, fusion 4 KiB", 1, 4096, "1"},
+                              {"deterministic, fusion 64 MiB", 1, 64 << 20, "1"},
+                              {"deterministic, transport, 4 KiB", 1, 4096, "0"},
+                              {"ring, fusion 0", 0, 0, "0"},
+                              {"ring, fusion 64 MiB", 0, 64 << 20, "0"}};
+  constexpr int kSettings = sizeof settings / sizeof settings[0];
   std::vector<uint64_t> hashes;
-  for (int i = 0; i < 5; ++i) hashes.push_back(run(settings[i], rank, i));
+  for (int i = 0; i < kSettings; ++i) hashes.push_back(run(settings[i], rank, i));
   if (rank == 0) {
-    for (int i = 0; i < 5; ++i)
+    for (int i = 0; i < kSettings; ++i)
       std::printf("%-30s %016llx\n", settings[i].label, static_cast<unsigned long long>(hashes[i]));
   }
   bool ok = std::find(hashes.begin(), hashes.end(), 0u) == hashes.end();
   if (!ok) std::fprintf(stderr, "rank %d: a run failed\n", rank);
-  ok = ok && hashes[0] == hashes[1] && hashes[1] == hashes[2];
+  ok = ok && hashes[0] == hashes[1] && hashes[1] == hashes[2] && hashes[2] == hashes[3];
   // The control: with 3 or more ranks the default mode's ring starts each element's sum at a
   // member that depends on the chunk layout, so fused and unfused results differ.
-  const bool control_differs = hashes[3] != hashes[4];
+  const bool control_differs = hashes[4] != hashes[5];
   if (size >= 3) ok = ok && control_differs;
   int local = ok ? 1 : 0, all = 0;
   MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -24,7 +24,7 @@ const char* const kVariables[] = {
     "HVDC_SEGMENT_BYTES",   "HVDC_FUSION_THRESHOLD",  "HOROVOD_FUSION_THRESHOLD",
     "HVDC_CACHE_CAPACITY",  "HOROVOD_CACHE_CAPACITY", "HVDC_DETERMINISTIC",
     "HVDC_TIMEOUT",         "HVDC_PROCESS_SETS",      "HVDC_ROUND_TREE_MIN_RANKS",
-    "HVDC_LOCAL_MIN_BYTES", "HVDC_PEER_READS",
+    "HVDC_LOCAL_MIN_BYTES", "HVDC_PEER_READS",        "HVDC_LOCAL_STAGE_BYTES",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -75,7 +75,8 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 50);
   EXPECT_EQ(s.get_int("HVDC_SMALL_ALLREDUCE_BYTES"), 65536);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
-  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 1048576);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 16384);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_STAGE_BYTES"), 524288);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
   for (const char* name : kVariables) {
     if (std::string(name).rfind("HVDC_", 0) != 0) continue;
@@ -90,7 +91,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
   EXPECT_EQ(s.get_int("HVDC_ROUND_TREE_MIN_RANKS"), 64);
-  EXPECT_EQ(s.entries().size(), 25u);
+  EXPECT_EQ(s.entries().size(), 26u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }
@@ -236,7 +237,8 @@ TEST_F(ConfigTest, FailureLeavesOutputUntouched) {
   EXPECT_FALSE(Settings::resolve({}, &s).is_ok());
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 9);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
-  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 1048576);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 16384);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_STAGE_BYTES"), 524288);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
 }
 

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -197,9 +198,10 @@ Status run_case(Comm& comm, const Case& c, char* region, uint64_t seed, std::str
 }
 
 // Every rank's comm reads in place from the first byte on, with small segments so that 4099
-// elements span several.
+// elements span several, and heap buffers read through the kernel (never staged).
 void enable_local(Comm& comm, LocalAccess& access) {
   access.min_bytes = 0;
+  access.stage_max_bytes = 0;
   comm.local = &access;
   comm.segment_bytes = 4096;
 }
@@ -211,6 +213,7 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
   const std::vector<Case> cases = all_cases(n);
   std::vector<std::vector<std::string>> problems(n);
   std::vector<size_t> mapped(n);
+  std::vector<int> staged(n);  // whether the rank ever staged (its stage is then mapped too)
   run_ranks(n, [&](Comm& comm) {
     LocalAccess access;
     enable_local(comm, access);
@@ -219,10 +222,13 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
       std::string problem;
       // Every other case streams its results out of place (where all buffers are mapped).
       access.stream_min_bytes = i % 2 == 0 ? 0 : SIZE_MAX;
+      // Every third case, half the ranks stage their heap buffers: staged views meet others.
+      access.stage_max_bytes = i % 3 == 0 && (i / 3 + comm.index) % 2 == 0 ? 4 * kOutputAt : 0;
       HVDC_RETURN_IF_ERROR(run_case(comm, cases[i], region.base, i, &problem));
       if (!problem.empty()) problems[comm.index].push_back(problem);
     }
     mapped[comm.index] = access.regions.mapped_count();
+    staged[comm.index] = access.stage != nullptr;
     EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].cma);
     EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].mapping);
     return Status::ok();
@@ -230,8 +236,10 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
   for (int r = 0; r < n; ++r) {
     EXPECT_TRUE(problems[r].empty())
         << "rank " << r << ": " << problems[r].size() << " cases failed, first: " << problems[r][0];
-    // One region per peer, mapped once for all the cases.
-    EXPECT_EQ(static_cast<size_t>(n - 1), mapped[r]) << "rank " << r;
+    // One region per peer, and each peer's stage where it staged, mapped once for all the cases.
+    const int peers_staged = std::accumulate(staged.begin(), staged.end(), 0) - staged[r];
+    EXPECT_EQ(static_cast<size_t>(n - 1 + peers_staged), mapped[r]) << "rank " << r;
+    EXPECT_TRUE(staged[r]) << "rank " << r << " never staged";
   }
 }
 
@@ -275,6 +283,40 @@ TEST(InPlaceLocalRegions, FreshRegionsEveryOpStayCorrectAndBounded) {
     EXPECT_EQ("", problems[r]) << "rank " << r;
     EXPECT_LE(mapped[r], size_t{257}) << "rank " << r;
   }
+}
+
+// A stage that cannot be mapped (here: too large to ask for) costs nothing but the staging: the
+// op reads the heap buffers through the kernel instead, with the same results, and later ops
+// do not try again.
+TEST(InPlaceLocalStage, UnmappableStageFallsBackToKernelReads) {
+  std::vector<std::string> problems(2);
+  run_ranks(2, [&](Comm& comm) {
+    LocalAccess access;
+    enable_local(comm, access);
+    access.stage_max_bytes = SIZE_MAX;
+    for (int op = 0; op < 2; ++op) {
+      Bytes heap(4096 * sizeof(float));
+      float* v = reinterpret_cast<float*>(heap.data());
+      for (int i = 0; i < 4096; ++i) v[i] = static_cast<float>(comm.index + i);
+      ReduceSpec spec;
+      spec.dtype = HVD_FLOAT32;
+      spec.op = HVD_OP_SUM;
+      bool ran = false;
+      HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, Pieces(v, heap.size()),
+                                                    Pieces(v, heap.size()), spec, &ran));
+      ++comm.seq;
+      for (int i = 0; i < 4096 && problems[comm.index].empty(); ++i) {
+        if (!ran || v[i] != static_cast<float>(2 * i + 1)) {
+          problems[comm.index] = "op " + std::to_string(op) + " element " + std::to_string(i);
+        }
+      }
+    }
+    EXPECT_EQ(0u, access.stage_max_bytes);
+    EXPECT_EQ(nullptr, access.stage);
+    EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].cma);
+    return Status::ok();
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ("", problems[r]) << "rank " << r;
 }
 
 // Log lines of the fallback, counted across the thread-ranks.

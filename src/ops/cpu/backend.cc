@@ -23,6 +23,7 @@ size_t element_count(const std::vector<int64_t>& shape, size_t from) {
 CpuBackend::CpuBackend(const BackendOptions& options) : options_(options) {
   local_.min_bytes = options.local_min_bytes;
   local_.reads_allowed = options.peer_reads;
+  local_.stage_max_bytes = options.local_stage_bytes;
 }
 
 Status CpuBackend::start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) {
@@ -90,28 +91,27 @@ std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
   return pieces;
 }
 
-// Among ranks of one host, reads every member's buffers in place. Every member calls this for
-// the same ops (whether a member's own tensors are in place or it has joined only changes its
-// views); out of place, the inputs are read where they are, without copying them into the
-// outputs first, which would cost one more pass over memory.
-Status CpuBackend::allreduce_local(const CollectiveArgs& op, Comm& comm, const ReduceSpec& spec,
-                                   bool* ran) {
-  bool separate = op.prescale == 1.0;
-  for (const TensorArgs& tensor : op.tensors) {
-    separate = separate && tensor.output != nullptr && tensor.output != tensor.input;
-  }
-  if (!separate) {
-    const Pieces buf(allreduce_pieces(op));
-    return allreduce_in_place_local(comm, buf, buf, spec, ran);
-  }
+// Out of place without a prescale, every tensor's input and output as two views of one layout,
+// so that the algorithms read the inputs where they are instead of copying them into the outputs
+// first, which would cost one more pass over memory. False (views untouched) when any tensor is in
+// place, has no output (a joined rank), or overlaps its output.
+bool separate_views(const CollectiveArgs& op, std::vector<Piece>* in, std::vector<Piece>* out) {
+  if (op.prescale != 1.0) return false;
   const size_t esize = common::dtype_size(op.dtype);
-  std::vector<Piece> in, out;
   for (const TensorArgs& tensor : op.tensors) {
     const size_t n = static_cast<size_t>(tensor.count) * esize;
-    in.push_back({static_cast<char*>(const_cast<void*>(tensor.input)), n});
-    out.push_back({static_cast<char*>(tensor.output), n});
+    const char* a = static_cast<const char*>(tensor.input);
+    const char* b = static_cast<const char*>(tensor.output);
+    if (b == nullptr || (n > 0 && a < b + n && b < a + n)) return false;
   }
-  return allreduce_in_place_local(comm, Pieces(std::move(in)), Pieces(std::move(out)), spec, ran);
+  in->reserve(op.tensors.size());
+  out->reserve(op.tensors.size());
+  for (const TensorArgs& tensor : op.tensors) {
+    const size_t n = static_cast<size_t>(tensor.count) * esize;
+    in->push_back({static_cast<char*>(const_cast<void*>(tensor.input)), n});
+    out->push_back({static_cast<char*>(tensor.output), n});
+  }
+  return true;
 }
 
 Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
@@ -122,19 +122,16 @@ Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
   spec.divisor = op.reduce_op == HVD_OP_AVERAGE ? comm.size() : 1;
   spec.postscale = op.postscale;
   comm.trace = op.trace;
-  size_t bytes = 0;
-  for (const TensorArgs& tensor : op.tensors) {
-    bytes += static_cast<size_t>(tensor.count) * common::dtype_size(op.dtype);
-  }
-  bool ran = false;
+  // Every member makes the same choice of algorithm inside allreduce(): whether a member's own
+  // tensors are in place or it has joined only changes its views.
+  std::vector<Piece> in, out;
   Status st;
-  // The same choice on every member. Integer averages widen first (allreduce() reads in place).
-  if (comm.local != nullptr && comm.size() > 1 && bytes > 0 && bytes >= comm.local->min_bytes &&
-      !is_integer_average(spec)) {
-    st = allreduce_local(op, comm, spec, &ran);
-    comm.local = nullptr;  // refused: not again in allreduce()
+  if (separate_views(op, &in, &out)) {
+    st = allreduce(comm, Pieces(std::move(in)), Pieces(std::move(out)), spec);
+  } else {
+    const Pieces buf(allreduce_pieces(op));
+    st = allreduce(comm, buf, buf, spec);
   }
-  if (st.is_ok() && !ran) st = allreduce(comm, Pieces(allreduce_pieces(op)), spec);
   if (st.is_ok()) return st;
   if (op.tensors.size() == 1) {
     return st.with_context(common::strfmt("allreduce of '%s'", op.tensors[0].name.c_str()));

@@ -20,7 +20,6 @@ class CpuBackend : public Backend {
  private:
   Comm make_comm(const CollectiveArgs& op);
   Status run_allreduce(const CollectiveArgs& op);
-  Status allreduce_local(const CollectiveArgs& op, Comm& comm, const ReduceSpec& spec, bool* ran);
   std::vector<Piece> allreduce_pieces(const CollectiveArgs& op);
   Status run_allgather(const CollectiveArgs& op);
   Status run_broadcast(const CollectiveArgs& op);

@@ -49,4 +49,10 @@ void Pieces::scatter(size_t offset, size_t len, const char* src) const {
   });
 }
 
+void Pieces::copy_to(const Pieces& to) const {
+  for_each_with(to, 0, total_, [](const char* from, char* dst, size_t n) {
+    if (from != dst) std::memcpy(dst, from, n);
+  });
+}
+
 }  // namespace hvdc::ops::cpu

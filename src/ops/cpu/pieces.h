@@ -36,6 +36,18 @@ class Pieces {
       len -= n;
     }
   }
+  // Calls fn(mine, theirs, n) for each part of [offset, offset + len) that is contiguous in this
+  // view and in `other` (a view of the same total size, with its own piece boundaries).
+  template <typename Fn>
+  void for_each_with(const Pieces& other, size_t offset, size_t len, Fn fn) const {
+    while (len > 0) {
+      const size_t n = std::min(run(offset, len), other.run(offset, len));
+      if (n == 0) return;  // past the end of either view
+      fn(contiguous(offset, n), other.contiguous(offset, n), n);
+      offset += n;
+      len -= n;
+    }
+  }
   // Bytes from `offset` to the end of the piece holding it, at most `len`.
   size_t run(size_t offset, size_t len) const;
   // The address of [offset, offset + len) when it lies in one piece, else nullptr.
@@ -43,6 +55,8 @@ class Pieces {
   // Copies [offset, offset + len) out to dst, or in from src.
   void gather(size_t offset, size_t len, char* dst) const;
   void scatter(size_t offset, size_t len, const char* src) const;
+  // Copies every byte of this view into `to`, a view of the same total size.
+  void copy_to(const Pieces& to) const;
 
  private:
   size_t find(size_t offset) const;  // the piece holding byte `offset`

@@ -12,10 +12,15 @@ namespace hvdc::ops::cpu {
 // comm.deterministic the member-ordered reduce-scatter. An integer average runs the chosen
 // algorithm over wide lanes (integer_average.h), so that it is exact.
 Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
+// The same out of place: `in` and `out` are views of one layout whose bytes do not overlap. The
+// ring and the in-place path read the inputs where they are; the other algorithms copy them into
+// the outputs first.
+Status allreduce(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec);
 
-// Pipelined ring: reduce-scatter then allgather, reducing in cache-sized segments. Which member
-// starts an element's sum depends on where the element falls among the chunks.
-Status allreduce_ring(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
+// Pipelined ring: reduce-scatter then allgather, reducing in cache-sized segments, from `in` into
+// `out` (the same object in place). Which member starts an element's sum depends on where the
+// element falls among the chunks.
+Status allreduce_ring(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec);
 
 // Member-ordered: member m collects chunk m from everyone and reduces ((x0 op x1) op x2) ...,
 // segment by segment, then the chunks go round the ring. Results depend only on the member count.

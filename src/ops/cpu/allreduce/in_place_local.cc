@@ -12,6 +12,7 @@
 #include "ops/cpu/allreduce/phases.h"
 #include "ops/cpu/local/local_access.h"
 #include "ops/cpu/local/peer_view.h"
+#include "ops/cpu/local/stage.h"
 #include "ops/cpu/local/stream_copy.h"
 #include "ops/cpu/reduce/reduce.h"
 
@@ -216,17 +217,10 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   return Status::ok();
 }
 
-}  // namespace
-
-Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
-                                const ReduceSpec& spec, bool* ran) {
-  *ran = false;
+// The whole op on the views given: the descriptions, the verdict, the reduction, the notice.
+Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+                       bool* ran) {
   LocalAccess& access = *comm.local;
-  auto known = access.sets.find(comm.members);
-  if (known != access.sets.end() && known->second.cma == Verdict::kRefused &&
-      known->second.mapping == Verdict::kRefused) {
-    return Status::ok();
-  }
   std::vector<PeerViews> views;
   bool needs_cma = false;
   Status opened;
@@ -244,6 +238,34 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
   HVDC_RETURN_IF_ERROR(
       share_outcome(comm, kStepWritten, st, "reduce its part and write it in place", &agreed));
   return agreed;
+}
+
+}  // namespace
+
+Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
+                                const ReduceSpec& spec, bool* ran) {
+  *ran = false;
+  LocalAccess& access = *comm.local;
+  auto known = access.sets.find(comm.members);
+  if (known != access.sets.end() && known->second.cma == Verdict::kRefused &&
+      known->second.mapping == Verdict::kRefused) {
+    return Status::ok();
+  }
+  Pieces staged;
+  if (local::wants_stage(access, in, out)) {
+    // Staging is this member's own choice (it only changes the views it describes), so a stage
+    // that cannot be mapped leaves this op on the heap buffers instead of failing it.
+    Status st = local::stage_view(access, out, &staged);
+    if (!st.is_ok()) {
+      HVDC_LOG_WARNING("%s; this allreduce reads the heap buffers instead", st.message().c_str());
+      access.stage_max_bytes = 0;
+    }
+  }
+  if (staged.bytes() == 0) return reduce_in_place(comm, in, out, spec, ran);
+  in.copy_to(staged);
+  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, staged, staged, spec, ran));
+  if (*ran) staged.copy_to(out);
+  return Status::ok();
 }
 
 }  // namespace hvdc::ops::cpu

@@ -12,22 +12,40 @@ namespace {
 // Receive slots in flight per step: enough to keep the wire busy while one slot is reduced.
 constexpr size_t kSlots = 4;
 
-// Sends chunk `send` to the right neighbour and reduces chunk `recv` from the left into buf,
-// segment by segment through kSlots scratch slots. Both sides cut a chunk into the same
-// segments, because every member's view has the same layout.
-Status reduce_scatter_step(Comm& comm, const Pieces& buf, const Chunks& ch, int send, int recv,
-                           int step, const ReduceSpec& spec) {
+// The inputs and the outputs: the same object in place, else two views of one layout.
+struct Views {
+  const Pieces& in;
+  const Pieces& out;
+};
+
+// Points segments cut from the outputs' layout at the same bytes of `from`, staging those that
+// are not contiguous there. The peer cuts its receives from its own outputs, so the messages
+// must follow the outputs' layout whatever the inputs' pieces are.
+void read_from(const Pieces& from, std::vector<Segment>* segs) {
+  for (Segment& s : *segs) {
+    if (s.staged) continue;
+    s.addr = from.contiguous(s.offset, s.bytes);
+    s.staged = s.addr == nullptr;
+  }
+}
+
+// Sends chunk `send` of `from` to the right neighbour and reduces chunk `recv` from the left,
+// out = in op received, segment by segment through kSlots scratch slots. Both sides cut a chunk
+// into the same segments, because every member's view has the same layout.
+Status reduce_scatter_step(Comm& comm, const Views& v, const Pieces& from, const Chunks& ch,
+                           int send, int recv, int step, const ReduceSpec& spec) {
   const int n = comm.size();
   const int left = (comm.index + n - 1) % n;
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
-  std::vector<Segment> out = split_segments(buf, ch.offset(send), ch.bytes(send), limits);
-  std::vector<Segment> in = split_segments(buf, ch.offset(recv), ch.bytes(recv), limits);
+  std::vector<Segment> out = split_segments(v.out, ch.offset(send), ch.bytes(send), limits);
+  if (&from != &v.out) read_from(from, &out);
+  std::vector<Segment> in = split_segments(v.out, ch.offset(recv), ch.bytes(recv), limits);
   char* slots = comm.scratch_bytes(kSlots * limits.max_staged);
   place_staged(out, comm.staging_bytes(staged_bytes(out)));
 
   std::vector<transport::Request> sends;
   sends.reserve(out.size());
-  HVDC_RETURN_IF_ERROR(post_sends(comm, buf, out, comm.members[(comm.index + 1) % n],
+  HVDC_RETURN_IF_ERROR(post_sends(comm, from, out, comm.members[(comm.index + 1) % n],
                                   comm.tag(comm.index, step), &sends));
   std::vector<transport::Request> recvs(kSlots);
   auto post = [&](size_t s) {
@@ -39,9 +57,9 @@ Status reduce_scatter_step(Comm& comm, const Pieces& buf, const Chunks& ch, int 
   for (size_t s = 0; s < in.size(); ++s) {
     HVDC_RETURN_IF_ERROR(comm.transport->wait(&recvs[s % kSlots], 1, comm.interrupt));
     const char* src = slots + (s % kSlots) * limits.max_staged;
-    buf.for_each(in[s].offset, in[s].bytes, [&](char* dst, size_t bytes) {
-      reduce(dst, dst, src, bytes / ch.esize, spec.dtype, spec.op);
-      src += bytes;
+    v.out.for_each_with(v.in, in[s].offset, in[s].bytes, [&](char* dst, const char* own, size_t b) {
+      reduce(dst, own, src, b / ch.esize, spec.dtype, spec.op);
+      src += b;
     });
     if (s + kSlots < in.size()) HVDC_RETURN_IF_ERROR(post(s + kSlots));
   }
@@ -50,19 +68,23 @@ Status reduce_scatter_step(Comm& comm, const Pieces& buf, const Chunks& ch, int 
 
 }  // namespace
 
-Status allreduce_ring(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
+Status allreduce_ring(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec) {
   const int n = comm.size();
   const int me = comm.index;
-  const Chunks ch = make_chunks(buf, n, common::dtype_size(spec.dtype));
+  const Views v{in, out};
+  const Chunks ch = make_chunks(out, n, common::dtype_size(spec.dtype));
   // After step s of the reduce-scatter, chunk (me - s - 1) holds s + 2 contributions; after n - 1
-  // steps this rank owns chunk (me + 1), reduced over every member.
+  // steps this rank owns chunk (me + 1), reduced over every member. Step 0 sends this member's
+  // own input; every later step sends the partial sum the step before wrote into out. Out of
+  // place, every chunk of out is first written by a reduce or by the allgather, so the input is
+  // never copied into the output.
   for (int s = 0; s < n - 1; ++s) {
-    HVDC_RETURN_IF_ERROR(
-        reduce_scatter_step(comm, buf, ch, (me - s + n) % n, (me - s - 1 + n) % n, s, spec));
+    HVDC_RETURN_IF_ERROR(reduce_scatter_step(comm, v, s == 0 ? in : out, ch, (me - s + n) % n,
+                                             (me - s - 1 + n) % n, s, spec));
   }
   const int owned = (me + 1) % n;
-  finish_reduction(buf, ch.offset(owned), ch.bytes(owned), spec);
-  return allgather_phase(comm, buf, ch, 1, n - 1);
+  finish_reduction(out, ch.offset(owned), ch.bytes(owned), spec);
+  return allgather_phase(comm, out, ch, 1, n - 1);
 }
 
 }  // namespace hvdc::ops::cpu

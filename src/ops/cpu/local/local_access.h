@@ -22,7 +22,7 @@ struct LocalAccess {
   // HVDC_PEER_READS=0 makes this rank refuse: every set it is in falls back to the transport.
   bool reads_allowed = true;
   // Allreduces from this size on read local peers in place (HVDC_LOCAL_MIN_BYTES).
-  size_t min_bytes = 1 << 20;
+  size_t min_bytes = 16 << 10;
   memory::PeerRegions regions;
   std::map<std::vector<int>, SetAccess> sets;  // by member ranks
   bool fallback_logged = false;
@@ -32,6 +32,16 @@ struct LocalAccess {
   // below it the members' inputs and outputs together fit the 8 MiB last-level cache of the VM
   // this was measured on, and streaming lost there (docs/performance.md).
   size_t stream_min_bytes = size_t{4} << 20;
+  // Heap buffers up to this size are copied through `stage` (HVDC_LOCAL_STAGE_BYTES, 0: never),
+  // a region of this rank's that its peers map, instead of being read through the kernel.
+  size_t stage_max_bytes = 512 << 10;
+  void* stage = nullptr;   // mapped on first use
+  size_t stage_bytes = 0;  // its length
+
+  LocalAccess() = default;
+  LocalAccess(const LocalAccess&) = delete;
+  LocalAccess& operator=(const LocalAccess&) = delete;
+  ~LocalAccess();
 };
 
 }  // namespace hvdc::ops::cpu::local
