@@ -17,10 +17,11 @@ PeerRegions::~PeerRegions() {
   for (auto& [key, m] : maps_) munmap(m.base, m.bytes);
 }
 
-Status PeerRegions::map(pid_t pid, const RegionRef& ref, char** base) {
+Status PeerRegions::map(pid_t pid, const RegionRef& ref, char** base, bool pinned) {
   auto it = maps_.find({pid, ref.id});
   if (it != maps_.end()) {
     it->second.used = true;
+    it->second.pinned |= pinned;
     *base = it->second.base;
     return Status::ok();
   }
@@ -45,7 +46,7 @@ Status PeerRegions::map(pid_t pid, const RegionRef& ref, char** base) {
     return make_error(HVD_ERR_SYSTEM, "mapping %s (%llu bytes) failed: %s", path,
                       static_cast<unsigned long long>(ref.mapped_bytes), strerror(err));
   }
-  maps_[{pid, ref.id}] = Mapping{static_cast<char*>(p), ref.mapped_bytes, true};
+  maps_[{pid, ref.id}] = Mapping{static_cast<char*>(p), ref.mapped_bytes, true, pinned};
   *base = static_cast<char*>(p);
   return Status::ok();
 }
@@ -56,7 +57,7 @@ void PeerRegions::trim(size_t limit) {
     return;
   }
   for (auto it = maps_.begin(); it != maps_.end();) {
-    if (!it->second.used) {
+    if (!it->second.used && !it->second.pinned) {
       munmap(it->second.base, it->second.bytes);
       it = maps_.erase(it);
     } else {

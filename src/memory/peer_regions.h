@@ -23,7 +23,8 @@ class PeerRegions {
 
   // *base = where process pid's region `ref` is mapped here (ref.offset not added). A failure
   // (the process is gone, /proc access refused) names the pid, the fd and the system's text.
-  Status map(pid_t pid, const RegionRef& ref, char** base);
+  // With `pinned`, the mapping stays until this object goes (trim() leaves it).
+  Status map(pid_t pid, const RegionRef& ref, char** base, bool pinned = false);
   // Unmaps what no op used since the last call, once more than `limit` regions are mapped:
   // regions a peer freed stay mapped until then.
   void trim(size_t limit);
@@ -34,6 +35,7 @@ class PeerRegions {
     char* base;
     size_t bytes;
     bool used;
+    bool pinned;
   };
   std::map<std::pair<pid_t, uint64_t>, Mapping> maps_;
 };

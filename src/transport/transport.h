@@ -4,6 +4,7 @@
 // engine's, or a caller of hvd_wait that runs the engine's passes (core/caller_drive.cc).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,17 @@ struct Request {
   bool is_recv = false;
 };
 
+// A counter in memory shared with a local peer, raised by that peer (ops/cpu/local/board.h): the
+// wait for it is over once it holds `want` or more. With `sleepers`, a wait that outlasts its
+// spin counts itself there and sleeps on the counter (a futex on its low 32 bits); the peer
+// wakes it after raising the counter when it finds a sleeper.
+struct FlagWait {
+  int peer = -1;
+  const std::atomic<uint64_t>* flag = nullptr;
+  uint64_t want = 0;
+  std::atomic<uint32_t>* sleepers = nullptr;
+};
+
 // Called while a wait makes no progress; a non-ok status ends the wait with that status.
 using Interrupt = std::function<Status()>;
 
@@ -40,6 +52,10 @@ class Transport {
   // all communication: the transport takes over every request in flight (the caller's pointers
   // are cleared) and refuses new ones; quiesce() then stops them.
   virtual Status wait(Request* reqs, size_t count, const Interrupt& interrupt) = 0;
+  // Waits until every flag is raised, under wait()'s rules: the same progress timeout (naming
+  // the peers whose flags are down), interrupt and peer-failure checks, and those peers count
+  // as waited for (waited_peers). Nothing is in flight, so a failure leaves nothing to quiesce.
+  virtual Status wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) = 0;
 
   // Control messages: sent without waiting (the bytes are kept until delivered).
   virtual Status send_message(int peer, Tag tag, std::string bytes) = 0;

@@ -1,6 +1,15 @@
 #include "transport/waiting.h"
 
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+
 #include <algorithm>
+#include <chrono>
 
 namespace hvdc::transport {
 
@@ -34,6 +43,146 @@ std::string describe_waiting(const Request* reqs, size_t count) {
                           reqs[i].is_recv ? "receive from" : "send to", reqs[i].peer);
   }
   return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Marks the requests whose flags are raised complete; returns how many are still down.
+size_t lower_raised(const FlagWait* flags, Request* reqs, size_t count) {
+  size_t left = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (reqs[i].impl == nullptr) continue;
+    if (flags[i].flag->load(std::memory_order_acquire) >= flags[i].want) {
+      reqs[i].impl = nullptr;
+    } else {
+      ++left;
+    }
+  }
+  return left;
+}
+
+// Spins on the flags for up to `spin` (a local peer's notice is usually a microsecond or two
+// away), yielding every 2 us so that a peer sharing this core gets to raise it. Returns how
+// many are still down.
+size_t spin_on_flags(const FlagWait* flags, Request* reqs, size_t count,
+                     std::chrono::microseconds spin) {
+  const Clock::time_point start = Clock::now();
+  Clock::time_point yielded = start;
+  for (unsigned i = 1;; ++i) {
+    const size_t left = lower_raised(flags, reqs, count);
+    if (left == 0 || i % 32 != 0) {
+      if (left == 0) return 0;
+      continue;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now - start > spin) return left;
+    if (now - yielded > std::chrono::microseconds(2)) {
+      sched_yield();
+      yielded = Clock::now();
+    }
+  }
+}
+
+// The futex word of a counter: its low 32 bits (x86-64 is little-endian), which change on every
+// raise. Not FUTEX_PRIVATE: waiter and waker are different processes mapping the same memory.
+uint32_t* futex_word(const std::atomic<uint64_t>* flag) {
+  return reinterpret_cast<uint32_t*>(const_cast<std::atomic<uint64_t>*>(flag));
+}
+
+// Between checks once the spin is over: a peer that is late computes (a large reduction) or
+// stopped. Sleeps on the first flag still down until its owner raises it, at most 1 ms, so
+// that the checks of the loop still run; without a futex, 50 us.
+void pause_between_checks(const FlagWait* flags, const Request* reqs, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (reqs[i].impl == nullptr || flags[i].sleepers == nullptr) continue;
+    flags[i].sleepers->fetch_add(1);
+    // Read after counting ourselves: a raise either comes later and sees the sleeper, or came
+    // before and changed the value the futex compares with.
+    const uint64_t seen = flags[i].flag->load();
+    if (seen < flags[i].want) {
+      const struct timespec limit = {0, 1000 * 1000};
+      syscall(SYS_futex, futex_word(flags[i].flag), FUTEX_WAIT, static_cast<uint32_t>(seen), &limit,
+              nullptr, 0);
+    }
+    flags[i].sleepers->fetch_sub(1);
+    return;
+  }
+  const struct timespec pause = {0, 50 * 1000};
+  nanosleep(&pause, nullptr);
+}
+
+Status wait_flags_loop(const FlagWait* flags, Request* reqs, size_t count, WaitRecord& record,
+                       const FlagWaitHooks& hooks, const Interrupt& interrupt) {
+  auto last_moved = Clock::now();
+  size_t left = incomplete(reqs, count);
+  for (;;) {
+    const size_t now_left =
+        spin_on_flags(flags, reqs, count, std::chrono::microseconds(hooks.spin_micros));
+    if (now_left == 0) return Status::ok();
+    const Clock::time_point now = Clock::now();
+    if (now_left != left) {
+      left = now_left;
+      last_moved = now;
+      continue;
+    }
+    hooks.progress();  // a dead peer's connection fails here (keepalive)
+    Status st = hooks.check_peers();
+    if (st.is_ok() && hooks.progress_timeout_seconds > 0 &&
+        now - last_moved > std::chrono::duration<double>(hooks.progress_timeout_seconds)) {
+      record.note_stalled(reqs, count);
+      std::string whose;
+      for (int peer : peers_of(reqs, count)) {
+        whose += common::strfmt("%srank %d", whose.empty() ? "" : ", ", peer);
+      }
+      st = common::make_error(HVD_ERR_TIMEOUT,
+                              "rank %d: no progress for %g s (HVDC_TIMEOUT) waiting for the "
+                              "notice in shared memory of %s",
+                              hooks.rank, hooks.progress_timeout_seconds, whose.c_str());
+    }
+    if (st.is_ok() && interrupt) st = interrupt();
+    // A peer's notice names the cause, which the failed connection does not.
+    if (st.code() == HVD_ERR_PEER_FAILURE && interrupt) {
+      Status cause = interrupt();
+      if (!cause.is_ok()) st = cause;
+    }
+    if (!st.is_ok()) return st;
+    pause_between_checks(flags, reqs, count);
+  }
+}
+
+}  // namespace
+
+void raise_flag(std::atomic<uint64_t>* flag, std::atomic<uint32_t>* sleepers, uint64_t value) {
+  flag->store(value);  // sequentially consistent with the load of sleepers below
+  if (sleepers->load() == 0) return;
+  syscall(SYS_futex, futex_word(flag), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+FlagWaitHooks flag_wait_hooks(Transport& transport, const TransportOptions& options) {
+  FlagWaitHooks hooks;
+  hooks.rank = options.rank;
+  hooks.progress_timeout_seconds = options.progress_timeout_seconds;
+  hooks.spin_micros = options.spin_micros;
+  hooks.progress = [&transport] { return transport.progress(); };
+  hooks.check_peers = [&transport] { return transport.check_peers(); };
+  return hooks;
+}
+
+Status wait_on_flags(const FlagWait* flags, size_t count, WaitRecord& record,
+                     const FlagWaitHooks& hooks, const Interrupt& interrupt) {
+  constexpr size_t kOnStack = 8;
+  Request stack[kOnStack];
+  std::vector<Request> heap(count > kOnStack ? count : 0);
+  Request* reqs = count > kOnStack ? heap.data() : stack;
+  for (size_t i = 0; i < count; ++i) {
+    // Any non-null impl marks a request incomplete for the wait record.
+    reqs[i] = Request{const_cast<FlagWait*>(&flags[i]), flags[i].peer, true};
+  }
+  if (lower_raised(flags, reqs, count) == 0) return Status::ok();
+  return record.track(
+      reqs, count, [&] { return wait_flags_loop(flags, reqs, count, record, hooks, interrupt); });
 }
 
 }  // namespace hvdc::transport

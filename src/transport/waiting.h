@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "transport/factory.h"
 #include "transport/transport.h"
 
 namespace hvdc::transport {
@@ -41,5 +43,25 @@ class WaitRecord {
   size_t count_ = 0;
   std::vector<int> stalled_;  // of the wait that timed out
 };
+
+// What a transport lends wait_flags(): its progress, its peers' state and its timeout.
+struct FlagWaitHooks {
+  int rank = 0;
+  double progress_timeout_seconds = 0;  // 0: wait forever
+  int spin_micros = 50;                 // then yield, and later sleep briefly, between checks
+  std::function<int()> progress;
+  std::function<Status()> check_peers;
+};
+
+// Raises a FlagWait's counter to `value` and wakes the waits asleep on it.
+void raise_flag(std::atomic<uint64_t>* flag, std::atomic<uint32_t>* sleepers, uint64_t value);
+
+// The hooks of `transport`, whose options are `options`.
+FlagWaitHooks flag_wait_hooks(Transport& transport, const TransportOptions& options);
+
+// Transport::wait_flags for any transport: raised flags need no progress, so the first check
+// costs two loads per flag; only a flag still down enters the loop of timeouts and interrupts.
+Status wait_on_flags(const FlagWait* flags, size_t count, WaitRecord& record,
+                     const FlagWaitHooks& hooks, const Interrupt& interrupt);
 
 }  // namespace hvdc::transport

@@ -42,6 +42,10 @@ class FakeTransport : public hvdc::transport::Transport {
   Status wait(hvdc::transport::Request*, size_t, const hvdc::transport::Interrupt&) override {
     return unsupported();
   }
+  Status wait_flags(const hvdc::transport::FlagWait*, size_t,
+                    const hvdc::transport::Interrupt&) override {
+    return unsupported();
+  }
   Status send_message(int peer, Tag tag, std::string bytes) override {
     net_->inbox[peer].push_back({tag, std::move(bytes)});
     return Status::ok();

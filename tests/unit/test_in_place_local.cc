@@ -40,6 +40,7 @@ using hvdc::ops::cpu::Piece;
 using hvdc::ops::cpu::Pieces;
 using hvdc::ops::cpu::ReduceSpec;
 using hvdc::ops::cpu::local::LocalAccess;
+using hvdc::ops::cpu::local::SetAccess;
 using hvdc::ops::cpu::local::Verdict;
 using ucx_ranks::Bytes;
 using ucx_ranks::run_ranks;
@@ -229,16 +230,23 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
     }
     mapped[comm.index] = access.regions.mapped_count();
     staged[comm.index] = access.stage != nullptr;
-    EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].cma);
-    EXPECT_EQ(Verdict::kAllowed, access.sets[comm.members].mapping);
+    const SetAccess& set = access.sets[comm.members];
+    EXPECT_EQ(Verdict::kAllowed, set.cma);
+    EXPECT_EQ(Verdict::kAllowed, set.mapping);
+    // After the first op, every op exchanged its notices on the boards.
+    EXPECT_TRUE(set.board && set.board->ready);
+    if (set.board) {
+      EXPECT_EQ(cases.size() - 1, set.board->ops());
+    }
     return Status::ok();
   });
   for (int r = 0; r < n; ++r) {
     EXPECT_TRUE(problems[r].empty())
         << "rank " << r << ": " << problems[r].size() << " cases failed, first: " << problems[r][0];
-    // One region per peer, and each peer's stage where it staged, mapped once for all the cases.
+    // One region and one board per peer, and each peer's stage where it staged, mapped once for
+    // all the cases.
     const int peers_staged = std::accumulate(staged.begin(), staged.end(), 0) - staged[r];
-    EXPECT_EQ(static_cast<size_t>(n - 1 + peers_staged), mapped[r]) << "rank " << r;
+    EXPECT_EQ(static_cast<size_t>(2 * (n - 1) + peers_staged), mapped[r]) << "rank " << r;
     EXPECT_TRUE(staged[r]) << "rank " << r << " never staged";
   }
 }

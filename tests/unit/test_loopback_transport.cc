@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "transport/loopback/fabric.h"
+#include "transport/waiting.h"
 
 namespace {
 
@@ -253,6 +255,93 @@ TEST(LoopbackTransport, OptionsThatDoNotFitTheFabricAreRefused) {
   EXPECT_EQ(st.code(), HVD_ERR_INVALID_ARGUMENT);
   EXPECT_NE(st.message().find("fabric of 2 ranks"), std::string::npos) << st.message();
   EXPECT_EQ(t, nullptr);
+}
+
+}  // namespace
+
+namespace {
+
+using hvdc::transport::FlagWait;
+
+// Flags in plain memory stand for a local peer's board (ops/cpu/local/board.h).
+struct Flags {
+  std::atomic<uint64_t> of1{0}, of2{0};
+  std::vector<FlagWait> want(uint64_t op) const { return {{1, &of1, op}, {2, &of2, op}}; }
+};
+
+TEST(LoopbackTransportFlags, RaisedFlagsEndTheWaitAtOnceAndLateOnesWhenRaised) {
+  Pair p = connect(3, 5);
+  Flags f;
+  f.of1 = 3;
+  f.of2 = 4;
+  std::vector<FlagWait> flags = f.want(3);
+  EXPECT_TRUE(p.t[0]->wait_flags(flags.data(), flags.size(), nullptr).is_ok());
+  flags = f.want(5);
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    f.of1.store(5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    f.of2.store(6);
+  });
+  const auto begin = Clock::now();
+  Status st = p.t[0]->wait_flags(flags.data(), flags.size(), nullptr);
+  raiser.join();
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_GE(Clock::now() - begin, std::chrono::milliseconds(60));
+  EXPECT_TRUE(p.t[0]->waited_peers().empty());
+}
+
+// A wait past its spin sleeps on the flag it waits for; raising the flag wakes it, and the
+// sleeper count is back to zero once the wait is over.
+TEST(LoopbackTransportFlags, ASleepingWaitIsWokenByTheRaise) {
+  Pair p = connect(2, 5);
+  std::atomic<uint64_t> flag{0};
+  std::atomic<uint32_t> sleepers{0};
+  const FlagWait wait{1, &flag, 1, &sleepers};
+  std::atomic<bool> slept{false};
+  std::thread raiser([&] {
+    while (sleepers.load() == 0) std::this_thread::yield();
+    slept = true;
+    hvdc::transport::raise_flag(&flag, &sleepers, 1);
+  });
+  Status st = p.t[0]->wait_flags(&wait, 1, nullptr);
+  raiser.join();
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(slept.load());
+  EXPECT_EQ(0u, sleepers.load());
+}
+
+TEST(LoopbackTransportFlags, AFlagLeftDownTimesOutNamingItsPeer) {
+  Pair p = connect(3, 0.2);
+  Flags f;
+  f.of1 = 1;
+  std::vector<FlagWait> flags = f.want(1);
+  const auto begin = Clock::now();
+  Status st = p.t[0]->wait_flags(flags.data(), flags.size(), nullptr);
+  EXPECT_GE(Clock::now() - begin, std::chrono::milliseconds(200));
+  EXPECT_EQ(st.code(), HVD_ERR_TIMEOUT) << st.message();
+  EXPECT_NE(st.message().find("rank 2"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("rank 1"), std::string::npos) << st.message();
+  // The stall agreement hears whom this rank waited for.
+  EXPECT_EQ(p.t[0]->waited_peers(), std::vector<int>{2});
+}
+
+TEST(LoopbackTransportFlags, AFailedPeerOrAnInterruptEndsTheWait) {
+  Pair p = connect(3);
+  Flags f;
+  std::vector<FlagWait> flags = f.want(1);
+  int calls = 0;
+  std::vector<int> seen;
+  Status st = p.t[0]->wait_flags(flags.data(), flags.size(), [&] {
+    seen = p.t[0]->waited_peers();
+    return ++calls < 3 ? Status::ok() : Status(HVD_ERR_ABORTED, "stop");
+  });
+  EXPECT_EQ(st.code(), HVD_ERR_ABORTED);
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+  p.fabric->fail(2);
+  st = p.t[0]->wait_flags(flags.data(), flags.size(), nullptr);
+  EXPECT_EQ(st.code(), HVD_ERR_PEER_FAILURE) << st.message();
+  EXPECT_NE(st.message().find("rank 2"), std::string::npos) << st.message();
 }
 
 }  // namespace

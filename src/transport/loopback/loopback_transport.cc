@@ -31,6 +31,7 @@ class LoopbackTransport final : public Transport {
   Status isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) override;
   Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) override;
   Status wait(Request* reqs, size_t count, const Interrupt& interrupt) override;
+  Status wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) override;
   Status send_message(int peer, Tag tag, std::string bytes) override;
   bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) override;
   Status check_peers() const override;
@@ -154,6 +155,11 @@ Status LoopbackTransport::reap(Request* reqs, size_t count, bool* all_done) {
 
 Status LoopbackTransport::wait(Request* reqs, size_t count, const Interrupt& interrupt) {
   return waits_.track(reqs, count, [&] { return wait_for(reqs, count, interrupt); });
+}
+
+Status LoopbackTransport::wait_flags(const FlagWait* flags, size_t count,
+                                     const Interrupt& interrupt) {
+  return wait_on_flags(flags, count, waits_, flag_wait_hooks(*this, options_), interrupt);
 }
 
 std::vector<int> LoopbackTransport::waited_peers() const {

@@ -69,6 +69,10 @@ Status UcxTransport::wait(Request* reqs, size_t count, const Interrupt& interrup
   return waits_.track(reqs, count, [&] { return wait_for(reqs, count, interrupt); });
 }
 
+Status UcxTransport::wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) {
+  return wait_on_flags(flags, count, waits_, flag_wait_hooks(*this, options_), interrupt);
+}
+
 std::vector<int> UcxTransport::waited_peers() const {
   return waits_.peers();
 }

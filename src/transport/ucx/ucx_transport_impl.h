@@ -40,6 +40,7 @@ class UcxTransport final : public Transport {
   Status isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) override;
   Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) override;
   Status wait(Request* reqs, size_t count, const Interrupt& interrupt) override;
+  Status wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) override;
   Status send_message(int peer, Tag tag, std::string bytes) override;
   bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) override;
   int progress() override;

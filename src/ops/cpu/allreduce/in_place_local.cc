@@ -4,6 +4,8 @@
 // Only tiny messages cross the transport: the buffer descriptions and one "written" notice.
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "common/dtype.h"
@@ -20,6 +22,7 @@ namespace hvdc::ops::cpu {
 namespace {
 
 using common::make_error;
+using local::Board;
 using local::LocalAccess;
 using local::PeerView;
 using local::SetAccess;
@@ -51,33 +54,54 @@ Status exchange_all(Comm& comm, int step, const char* mine, size_t bytes, std::v
 }
 
 // A member's outcome as its peers hear it: the status code and the start of the message (which
-// names the rank that failed, where one did).
+// names the rank that failed, where one did), and whether it opened every peer's board.
 struct Outcome {
   int32_t code;
-  char message[252];
+  int32_t boards_open;
+  char message[248];
 };
 
+// *agreed = mine if every member succeeded, else one naming the first member that failed, with
+// that member's code and reason (outcome_of(m)): a peer failure seen by one member is a peer
+// failure everywhere (fatal, so every rank's work ends).
+template <typename OutcomeOf>
+Status agree_outcomes(const Comm& comm, const Status& mine, const char* what,
+                      OutcomeOf outcome_of) {
+  for (int m = 0; m < comm.size() && mine.is_ok(); ++m) {
+    if (m == comm.index) continue;
+    const Status theirs = outcome_of(m);
+    if (!theirs.is_ok()) {
+      return make_error(theirs.code(), "rank %d could not %s: %s", comm.members[m], what,
+                        theirs.message().c_str());
+    }
+  }
+  return mine;
+}
+
 // Tells every member whether this one succeeded and hears from them. Returns the transport's
-// failures; *agreed is ok only if every member succeeded, else this member's own failure or one
-// naming the first member that failed, with that member's code and reason: a peer failure seen
-// by one member is a peer failure everywhere (fatal, so every rank's work ends).
-Status share_outcome(Comm& comm, int step, const Status& mine, const char* what, Status* agreed) {
+// failures; *agreed as agree_outcomes() says. *all_boards_open: every member opened every peer's
+// board (this one: boards_open).
+Status share_outcome(Comm& comm, int step, const Status& mine, const char* what, bool boards_open,
+                     Status* agreed, bool* all_boards_open) {
   Outcome out{};
   out.code = mine.code();
+  out.boards_open = boards_open ? 1 : 0;
   std::snprintf(out.message, sizeof out.message, "%s", mine.message().c_str());
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(
       exchange_all(comm, step, reinterpret_cast<const char*>(&out), sizeof out, &all));
-  *agreed = mine;
-  for (int m = 0; m < comm.size() && agreed->is_ok(); ++m) {
-    Outcome theirs;
-    std::memcpy(&theirs, all.data() + m * sizeof theirs, sizeof theirs);
-    theirs.message[sizeof theirs.message - 1] = '\0';
-    if (theirs.code != HVD_SUCCESS) {
-      *agreed = make_error(theirs.code, "rank %d could not %s: %s", comm.members[m], what,
-                           theirs.message);
-    }
+  std::vector<Outcome> outcomes(comm.size());
+  std::memcpy(outcomes.data(), all.data(), all.size());
+  *all_boards_open = true;
+  for (Outcome& o : outcomes) {
+    o.message[sizeof o.message - 1] = '\0';
+    *all_boards_open = *all_boards_open && o.boards_open != 0;
   }
+  *agreed = agree_outcomes(comm, mine, what, [&](int m) {
+    const Outcome& o = outcomes[m];
+    return o.code == HVD_SUCCESS ? Status::ok()
+                                 : Status(static_cast<hvd_status_t>(o.code), o.message);
+  });
   return Status::ok();
 }
 
@@ -86,28 +110,38 @@ struct PeerViews {
   PeerView in, out;
 };
 
-// Exchanges buffer descriptions and opens views of each peer's buffers. A view that cannot be
-// opened goes to *opened (the peers must still hear of it); only transport failures return.
-Status open_peers(Comm& comm, const Pieces& in, const Pieces& out, LocalAccess& access,
-                  std::vector<PeerViews>* views, bool* needs_cma, Status* opened) {
-  const std::string mine = local::encode(local::describe(in, out));
-  std::vector<char> all;
-  HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
+// This member's description of its buffers, naming its board where it has one.
+std::string describe_mine(const Pieces& in, const Pieces& out, const SetAccess& set) {
+  local::BufferDesc desc = local::describe(in, out);
+  if (set.board) desc.board = set.board->ref();
+  return local::encode(desc);
+}
+
+// Opens views of each peer's buffers from its description (desc_of(m, &bytes)), and with
+// `boards`, the peers' boards named there. A view that cannot be opened goes to *opened (the
+// peers must still hear of it).
+template <typename DescOf>
+void open_views(const Comm& comm, const Pieces& out, LocalAccess& access, DescOf desc_of,
+                Board* boards, std::vector<PeerViews>* views, bool* needs_cma, Status* opened) {
   access.regions.trim(kMappedRegions);
   views->assign(comm.size(), PeerViews());
   *needs_cma = false;
   *opened = Status::ok();
   for (int m = 0; m < comm.size(); ++m) {
+    size_t bytes = 0;
+    const char* data = desc_of(m, &bytes);
     local::BufferDesc desc;
-    Status st = local::decode(all.data() + m * mine.size(), mine.size(), out, &desc);
+    Status st = local::decode(data, bytes, out, &desc);
     *needs_cma = *needs_cma || !desc.all_in_regions();
     if (m == comm.index) continue;
+    if (st.is_ok() && boards != nullptr && desc.board.id != 0) {
+      (void)boards->open_peer(m, desc.pid, desc.board, access.regions);  // else: no board
+    }
     PeerViews& v = (*views)[m];
     if (st.is_ok()) st = v.in.open(desc.pid, comm.members[m], desc.inputs, access.regions);
     if (st.is_ok()) st = v.out.open(desc.pid, comm.members[m], desc.outputs, access.regions);
     if (opened->is_ok() && !st.is_ok()) *opened = st;
   }
-  return Status::ok();
 }
 
 void log_fallback(LocalAccess& access, const Status& why) {
@@ -136,8 +170,10 @@ Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector
     opened = Status(HVD_ERR_UNSUPPORTED, "HVDC_PEER_READS=0 forbids it");
   }
   Status agreed;
-  HVDC_RETURN_IF_ERROR(
-      share_outcome(comm, kStepAgree, opened, "or may not read its local peers' memory", &agreed));
+  bool ignored = false;
+  HVDC_RETURN_IF_ERROR(share_outcome(comm, kStepAgree, opened,
+                                     "or may not read its local peers' memory", false, &agreed,
+                                     &ignored));
   if (agreed.code() == HVD_ERR_PEER_FAILURE) return agreed;  // a peer died: no verdict
   verdict = agreed.is_ok() ? Verdict::kAllowed : Verdict::kRefused;
   if (!agreed.is_ok()) log_fallback(access, agreed);
@@ -217,26 +253,90 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   return Status::ok();
 }
 
-// The whole op on the views given: the descriptions, the verdict, the reduction, the notice.
-Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
-                       bool* ran) {
+// The reduction once the views are open and the verdict is known; what this member tells the
+// others when it is done.
+Status reduce_opened(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+                     const std::vector<PeerViews>& views, bool needs_cma, const Status& opened) {
+  if (!opened.is_ok()) return opened;
+  const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
+  return reduce_own_chunk(comm, in, out, ch, views, !needs_cma, spec);
+}
+
+// The op with both exchanges on the members' boards (board.h).
+Status reduce_on_board(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+                       const std::string& mine, Board& board, bool* ran) {
   LocalAccess& access = *comm.local;
+  const uint64_t op = board.next_op();
+  board.post_description(mine, op);
+  HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/false, op));
   std::vector<PeerViews> views;
   bool needs_cma = false;
   Status opened;
-  HVDC_RETURN_IF_ERROR(open_peers(comm, in, out, access, &views, &needs_cma, &opened));
+  auto desc_of = [&](int m, size_t* bytes) { return board.description(m, bytes); };
+  open_views(comm, out, access, desc_of, nullptr, &views, &needs_cma, &opened);
+  bool use = false;
+  HVDC_RETURN_IF_ERROR(decide(comm, access, needs_cma, views, opened, &use));
+  const Status st = use ? reduce_opened(comm, in, out, spec, views, needs_cma, opened) : opened;
+  // Also when the verdict turned this op away: no member may post its next description while
+  // another still reads this one.
+  board.post_outcome(st, op);
+  HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/true, op));
+  *ran = use;
+  if (!use) return Status::ok();
+  return agree_outcomes(comm, st, "reduce its part and write it in place",
+                        [&](int m) { return board.outcome(m); });
+}
+
+// The set's board, created on its first op; a set whose board cannot be had keeps to the
+// transport's exchanges, and says so once.
+void ensure_board(const Comm& comm, SetAccess& set) {
+  if (set.board || set.board_failed) return;
+  auto board = std::make_unique<Board>(comm.size(), comm.index);
+  Status st = board->create();
+  if (st.is_ok()) {
+    set.board = std::move(board);
+    return;
+  }
+  set.board_failed = true;
+  HVDC_LOG_WARNING("%s; the in-place allreduce exchanges its notices through the transport",
+                   st.message().c_str());
+}
+
+// The whole op on the views given: the descriptions, the verdict, the reduction, the notice,
+// exchanged through the transport until every member has opened every peer's board, then on
+// the boards.
+Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+                       bool* ran) {
+  LocalAccess& access = *comm.local;
+  SetAccess& set = access.sets[comm.members];
+  ensure_board(comm, set);
+  const std::string mine = describe_mine(in, out, set);
+  if (set.board && set.board->ready && set.board->fits(mine.size())) {
+    return reduce_on_board(comm, in, out, spec, mine, *set.board, ran);
+  }
+  std::vector<char> all;
+  HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
+  std::vector<PeerViews> views;
+  bool needs_cma = false;
+  Status opened;
+  auto desc_of = [&](int m, size_t* bytes) {
+    *bytes = mine.size();
+    return all.data() + m * mine.size();
+  };
+  open_views(comm, out, access, desc_of, set.board.get(), &views, &needs_cma, &opened);
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, needs_cma, views, opened, &use));
   if (!use) return Status::ok();
   *ran = true;
-  const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
-  Status st =
-      opened.is_ok() ? reduce_own_chunk(comm, in, out, ch, views, !needs_cma, spec) : opened;
+  const Status st = reduce_opened(comm, in, out, spec, views, needs_cma, opened);
   // Every member's output is complete, and no member reads any buffer again, only once every
   // member has written its chunk everywhere.
   Status agreed;
-  HVDC_RETURN_IF_ERROR(
-      share_outcome(comm, kStepWritten, st, "reduce its part and write it in place", &agreed));
+  bool boards = false;
+  HVDC_RETURN_IF_ERROR(share_outcome(comm, kStepWritten, st,
+                                     "reduce its part and write it in place",
+                                     set.board && set.board->peers_open(), &agreed, &boards));
+  if (boards) set.board->ready = true;
   return agreed;
 }
 

@@ -9,8 +9,8 @@ namespace {
 
 using common::make_error;
 
-constexpr uint32_t kMagic = 0x68764c42;  // "hvLB"
-constexpr size_t kHeaderBytes = 16;
+constexpr uint32_t kMagic = 0x68764c42;   // "hvLB"
+constexpr size_t kHeaderBytes = 16 + 32;  // magic, pid, piece count, board
 constexpr size_t kPieceBytes = 48;
 
 template <typename T>
@@ -26,23 +26,33 @@ T get(const char*& p) {
   return value;
 }
 
+void put_region(std::string* out, const memory::RegionRef& r) {
+  put<uint64_t>(out, r.id);
+  put<uint64_t>(out, r.offset);
+  put<uint64_t>(out, r.mapped_bytes);
+  put<int64_t>(out, r.fd);
+}
+
+memory::RegionRef get_region(const char*& p) {
+  memory::RegionRef r;
+  r.id = get<uint64_t>(p);
+  r.offset = get<uint64_t>(p);
+  r.mapped_bytes = get<uint64_t>(p);
+  r.fd = static_cast<int32_t>(get<int64_t>(p));
+  return r;
+}
+
 void put_piece(std::string* out, const PieceDesc& p) {
   put<uint64_t>(out, p.addr);
   put<uint64_t>(out, p.bytes);
-  put<uint64_t>(out, p.region.id);
-  put<uint64_t>(out, p.region.offset);
-  put<uint64_t>(out, p.region.mapped_bytes);
-  put<int64_t>(out, p.region.fd);
+  put_region(out, p.region);
 }
 
 PieceDesc get_piece(const char*& p) {
   PieceDesc d;
   d.addr = get<uint64_t>(p);
   d.bytes = get<uint64_t>(p);
-  d.region.id = get<uint64_t>(p);
-  d.region.offset = get<uint64_t>(p);
-  d.region.mapped_bytes = get<uint64_t>(p);
-  d.region.fd = static_cast<int32_t>(get<int64_t>(p));
+  d.region = get_region(p);
   return d;
 }
 
@@ -86,6 +96,7 @@ std::string encode(const BufferDesc& desc) {
   put<uint32_t>(&out, kMagic);
   put<int32_t>(&out, desc.pid);
   put<uint64_t>(&out, desc.outputs.size());
+  put_region(&out, desc.board);
   for (const PieceDesc& p : desc.inputs) put_piece(&out, p);
   for (const PieceDesc& p : desc.outputs) put_piece(&out, p);
   return out;
@@ -104,6 +115,7 @@ Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* ou
   if (get<uint64_t>(p) != mine.count()) {
     return make_error(HVD_ERR_INTERNAL, "a peer's buffer has another piece count");
   }
+  out->board = get_region(p);
   out->inputs.clear();
   out->outputs.clear();
   for (size_t i = 0; i < 2 * mine.count(); ++i) {

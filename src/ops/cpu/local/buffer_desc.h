@@ -28,6 +28,7 @@ struct PieceDesc {
 // an allreduce in place.
 struct BufferDesc {
   pid_t pid = 0;
+  memory::RegionRef board;  // the member's board (board.h); id 0: it has none
   std::vector<PieceDesc> inputs;
   std::vector<PieceDesc> outputs;
 

@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "memory/peer_regions.h"
+#include "ops/cpu/local/board.h"
 
 namespace hvdc::ops::cpu::local {
 
@@ -16,6 +18,9 @@ enum class Verdict { kUnknown, kAllowed, kRefused };
 struct SetAccess {
   Verdict cma = Verdict::kUnknown;      // process_vm_readv of user buffers
   Verdict mapping = Verdict::kUnknown;  // mapping hvd_mem_alloc regions
+  // The members' notices in shared memory (board.h), once created; none where that failed.
+  std::unique_ptr<Board> board;
+  bool board_failed = false;
 };
 
 struct LocalAccess {

@@ -1,0 +1,116 @@
+#include "ops/cpu/local/board.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "common/log.h"
+#include "ops/cpu/comm.h"
+#include "transport/waiting.h"
+
+namespace hvdc::ops::cpu::local {
+
+// The counters sit on cache lines of their own: a member spinning on a peer's `described` does
+// not pull the line the peer writes its outcome into.
+struct Board::Slot {
+  alignas(64) std::atomic<uint64_t> described{0};  // the last op whose description `desc` holds
+  std::atomic<uint32_t> described_sleepers{0};     // peers asleep on it (FlagWait::sleepers)
+  alignas(64) std::atomic<uint64_t> written{0};    // the last op whose chunk it wrote everywhere
+  std::atomic<uint32_t> written_sleepers{0};
+  int32_t code = 0;  // that op's outcome here
+  char message[244] = {0};
+  alignas(64) uint64_t desc_bytes = 0;
+  char desc[1];  // up to kBoardBytes - offsetof(desc)
+};
+
+namespace {
+
+// Room for the descriptions of about 600 pieces (a fused op of 300 tensors out of place).
+constexpr size_t kBoardBytes = 64 << 10;
+
+}  // namespace
+
+Board::Board(int members, int index) : members_(members), index_(index), slots_(members, nullptr) {}
+
+Board::~Board() {
+  if (own_ == nullptr) return;
+  Status st = memory::free_region(own_);
+  if (!st.is_ok()) HVDC_LOG_WARNING("freeing an allreduce board: %s", st.message().c_str());
+}
+
+Status Board::create() {
+  void* base = nullptr;
+  HVDC_RETURN_IF_ERROR(
+      memory::allocate_region(kBoardBytes, &base).with_context("mapping the allreduce board"));
+  own_ = new (base) Slot();
+  slots_[index_] = own_;
+  if (!memory::locate_in_region(own_, kBoardBytes, &ref_)) {
+    return common::make_error(HVD_ERR_INTERNAL, "the allreduce board is in no shared region");
+  }
+  return Status::ok();
+}
+
+Status Board::open_peer(int m, pid_t pid, const memory::RegionRef& ref,
+                        memory::PeerRegions& regions) {
+  if (slots_[m] != nullptr) return Status::ok();
+  char* base = nullptr;
+  HVDC_RETURN_IF_ERROR(regions.map(pid, ref, &base, /*pinned=*/true));
+  slots_[m] = reinterpret_cast<Slot*>(base + ref.offset);
+  return Status::ok();
+}
+
+bool Board::peers_open() const {
+  for (const Slot* slot : slots_) {
+    if (slot == nullptr) return false;
+  }
+  return true;
+}
+
+bool Board::fits(size_t bytes) const {
+  return bytes <= kBoardBytes - offsetof(Slot, desc);
+}
+
+void Board::post_description(const std::string& desc, uint64_t op) {
+  own_->desc_bytes = desc.size();
+  std::memcpy(own_->desc, desc.data(), desc.size());
+  transport::raise_flag(&own_->described, &own_->described_sleepers, op);
+}
+
+void Board::post_outcome(const Status& st, uint64_t op) {
+  own_->code = st.code();
+  std::snprintf(own_->message, sizeof own_->message, "%s", st.message().c_str());
+  transport::raise_flag(&own_->written, &own_->written_sleepers, op);
+}
+
+Status Board::wait(Comm& comm, bool written, uint64_t op) const {
+  transport::FlagWait flags[8];
+  std::vector<transport::FlagWait> more(members_ > 9 ? members_ - 1 : 0);
+  transport::FlagWait* all = members_ > 9 ? more.data() : flags;
+  size_t n = 0;
+  for (int m = 0; m < members_; ++m) {
+    if (m == index_) continue;
+    Slot* slot = slots_[m];
+    all[n++] =
+        written
+            ? transport::FlagWait{comm.members[m], &slot->written, op, &slot->written_sleepers}
+            : transport::FlagWait{comm.members[m], &slot->described, op, &slot->described_sleepers};
+  }
+  return comm.transport->wait_flags(all, n, comm.interrupt);
+}
+
+const char* Board::description(int m, size_t* bytes) const {
+  const Slot* slot = slots_[m];
+  *bytes = slot->desc_bytes;
+  return slot->desc;
+}
+
+Status Board::outcome(int m) const {
+  const Slot* slot = slots_[m];
+  if (slot->code == HVD_SUCCESS) return Status::ok();
+  char message[sizeof slot->message];
+  std::memcpy(message, slot->message, sizeof message);
+  message[sizeof message - 1] = '\0';
+  return Status(static_cast<hvd_status_t>(slot->code), message);
+}
+
+}  // namespace hvdc::ops::cpu::local
