@@ -1,10 +1,11 @@
 // A member's notices to the other members of its set on this host, in shared memory that they
 // map: the in-place allreduce's two exchanges (the buffer descriptions, then "my chunk is written
 // everywhere" with the outcome) become a few stores and loads instead of messages through the
-// transport. Each member writes only its own board, and its counters only grow: op k's notice is
-// the counter reaching k. A member rewrites its description for op k + 1 only after every member
-// said op k was written, which each says only after it read every description of op k; and its
-// outcome only after every description of op k + 1 was posted, so each stays while it is read.
+// transport. Each member posts only on its own board (its peers only count themselves there while
+// they sleep on a counter), and its counters only grow: op k's notice is the counter reaching k. A
+// member rewrites its description for op k + 1 only after every member said op k was written, which
+// each says only after it read every description of op k; and its outcome only after every
+// description of op k + 1 was posted, so each stays while it is read.
 #pragma once
 
 #include <sys/types.h>
