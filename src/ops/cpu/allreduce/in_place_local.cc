@@ -111,10 +111,12 @@ struct PeerViews {
 };
 
 // This member's description of its buffers, naming its board where it has one.
-std::string describe_mine(const Pieces& in, const Pieces& out, const SetAccess& set) {
+// Encoded into set.description, whose capacity stays from op to op.
+const std::string& describe_mine(const Pieces& in, const Pieces& out, SetAccess& set) {
   local::BufferDesc desc = local::describe(in, out);
   if (set.board) desc.board = set.board->ref();
-  return local::encode(desc);
+  local::encode(desc, &set.description);
+  return set.description;
 }
 
 // Opens views of each peer's buffers from its description (desc_of(m, &bytes)), and with
@@ -155,9 +157,8 @@ void log_fallback(LocalAccess& access, const Status& why) {
 
 // The first op of a member set with a kind of access (kernel reads or mappings) tries it and
 // the members agree; the verdict holds for the set's later ops.
-Status decide(Comm& comm, LocalAccess& access, bool needs_cma, const std::vector<PeerViews>& views,
-              Status opened, bool* use) {
-  SetAccess& set = access.sets[comm.members];
+Status decide(Comm& comm, LocalAccess& access, SetAccess& set, bool needs_cma,
+              const std::vector<PeerViews>& views, Status opened, bool* use) {
   Verdict& verdict = needs_cma ? set.cma : set.mapping;
   *use = verdict == Verdict::kAllowed;
   if (verdict != Verdict::kUnknown) return Status::ok();
@@ -264,8 +265,9 @@ Status reduce_opened(Comm& comm, const Pieces& in, const Pieces& out, const Redu
 
 // The op with both exchanges on the members' boards (board.h).
 Status reduce_on_board(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
-                       const std::string& mine, Board& board, bool* ran) {
+                       const std::string& mine, SetAccess& set, bool* ran) {
   LocalAccess& access = *comm.local;
+  Board& board = *set.board;
   const uint64_t op = board.next_op();
   board.post_description(mine, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/false, op));
@@ -275,7 +277,7 @@ Status reduce_on_board(Comm& comm, const Pieces& in, const Pieces& out, const Re
   auto desc_of = [&](int m, size_t* bytes) { return board.description(m, bytes); };
   open_views(comm, out, access, desc_of, nullptr, &views, &needs_cma, &opened);
   bool use = false;
-  HVDC_RETURN_IF_ERROR(decide(comm, access, needs_cma, views, opened, &use));
+  HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   const Status st = use ? reduce_opened(comm, in, out, spec, views, needs_cma, opened) : opened;
   // Also when the verdict turned this op away: no member may post its next description while
   // another still reads this one.
@@ -306,13 +308,12 @@ void ensure_board(const Comm& comm, SetAccess& set) {
 // exchanged through the transport until every member has opened every peer's board, then on
 // the boards.
 Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
-                       bool* ran) {
+                       SetAccess& set, bool* ran) {
   LocalAccess& access = *comm.local;
-  SetAccess& set = access.sets[comm.members];
   ensure_board(comm, set);
-  const std::string mine = describe_mine(in, out, set);
+  const std::string& mine = describe_mine(in, out, set);
   if (set.board && set.board->ready && set.board->fits(mine.size())) {
-    return reduce_on_board(comm, in, out, spec, mine, *set.board, ran);
+    return reduce_on_board(comm, in, out, spec, mine, set, ran);
   }
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
@@ -325,7 +326,7 @@ Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const Re
   };
   open_views(comm, out, access, desc_of, set.board.get(), &views, &needs_cma, &opened);
   bool use = false;
-  HVDC_RETURN_IF_ERROR(decide(comm, access, needs_cma, views, opened, &use));
+  HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   if (!use) return Status::ok();
   *ran = true;
   const Status st = reduce_opened(comm, in, out, spec, views, needs_cma, opened);
@@ -346,11 +347,9 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
                                 const ReduceSpec& spec, bool* ran) {
   *ran = false;
   LocalAccess& access = *comm.local;
-  auto known = access.sets.find(comm.members);
-  if (known != access.sets.end() && known->second.cma == Verdict::kRefused &&
-      known->second.mapping == Verdict::kRefused) {
-    return Status::ok();
-  }
+  // Looked up once per op: the set's verdicts, board and description live here.
+  SetAccess& set = access.sets[comm.members];
+  if (set.cma == Verdict::kRefused && set.mapping == Verdict::kRefused) return Status::ok();
   Pieces staged;
   if (local::wants_stage(access, in, out)) {
     // Staging is this member's own choice (it only changes the views it describes), so a stage
@@ -361,9 +360,9 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
       access.stage_max_bytes = 0;
     }
   }
-  if (staged.bytes() == 0) return reduce_in_place(comm, in, out, spec, ran);
+  if (staged.bytes() == 0) return reduce_in_place(comm, in, out, spec, set, ran);
   in.copy_to(staged);
-  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, staged, staged, spec, ran));
+  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, staged, staged, spec, set, ran));
   if (*ran) staged.copy_to(out);
   return Status::ok();
 }

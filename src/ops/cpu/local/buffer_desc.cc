@@ -90,16 +90,15 @@ size_t encoded_size(size_t pieces) {
   return kHeaderBytes + 2 * pieces * kPieceBytes;
 }
 
-std::string encode(const BufferDesc& desc) {
-  std::string out;
-  out.reserve(encoded_size(desc.outputs.size()));
-  put<uint32_t>(&out, kMagic);
-  put<int32_t>(&out, desc.pid);
-  put<uint64_t>(&out, desc.outputs.size());
-  put_region(&out, desc.board);
-  for (const PieceDesc& p : desc.inputs) put_piece(&out, p);
-  for (const PieceDesc& p : desc.outputs) put_piece(&out, p);
-  return out;
+void encode(const BufferDesc& desc, std::string* out) {
+  out->clear();
+  out->reserve(encoded_size(desc.outputs.size()));
+  put<uint32_t>(out, kMagic);
+  put<int32_t>(out, desc.pid);
+  put<uint64_t>(out, desc.outputs.size());
+  put_region(out, desc.board);
+  for (const PieceDesc& p : desc.inputs) put_piece(out, p);
+  for (const PieceDesc& p : desc.outputs) put_piece(out, p);
 }
 
 Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* out) {

@@ -38,7 +38,8 @@ struct BufferDesc {
 BufferDesc describe(const Pieces& in, const Pieces& out);
 // The encoded length of a description with `pieces` pieces on each side.
 size_t encoded_size(size_t pieces);
-std::string encode(const BufferDesc& desc);
+// Encodes desc into *out, replacing its contents (its capacity is kept).
+void encode(const BufferDesc& desc, std::string* out);
 // Checks the record against the layout of `mine` (the same piece sizes in the same order).
 Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* out);
 

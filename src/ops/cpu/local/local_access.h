@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "memory/peer_regions.h"
@@ -21,6 +22,7 @@ struct SetAccess {
   // The members' notices in shared memory (board.h), once created; none where that failed.
   std::unique_ptr<Board> board;
   bool board_failed = false;
+  std::string description;  // this member's, encoded for the op in progress
 };
 
 struct LocalAccess {
