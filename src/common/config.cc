@@ -131,6 +131,9 @@ const std::vector<Knob>& knob_registry() {
        "Seconds a rank waits for the rendezvous store and its peers before init fails."},
       {"HVDC_SPIN_MICROS", nullptr, HVD_CFG_SPIN_MICROS, true, "50", parse_non_negative,
        "Microseconds the engine thread polls for work before it sleeps."},
+      {"HVDC_ROUND_INPUT_BYTES", nullptr, -1, true, "4096", parse_non_negative,
+       "Bytes of input a negotiation round message carries for small cached allreduces of host "
+       "memory, which then need no exchange of their own; 0 never (docs/engine.md)."},
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
       {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "16384", parse_non_negative,

@@ -31,6 +31,17 @@ Status WireReader::raw(void* p, size_t n) {
   return Status::ok();
 }
 
+Status WireReader::view(const char** data, uint32_t* size, size_t max_len) {
+  uint32_t len = 0;
+  HVDC_RETURN_IF_ERROR(u32(&len));
+  if (len > max_len) return malformed("string longer than allowed");
+  if (in_.size() - pos_ < len) return malformed("string runs past the end");
+  *data = in_.data() + pos_;
+  *size = len;
+  pos_ += len;
+  return Status::ok();
+}
+
 Status WireReader::str(std::string* s, size_t max_len) {
   uint32_t len = 0;
   HVDC_RETURN_IF_ERROR(u32(&len));

@@ -46,6 +46,8 @@ class WireReader {
   Status i64(int64_t* v) { return raw(v, sizeof(*v)); }
   Status f64(double* v) { return raw(v, sizeof(*v)); }
   Status str(std::string* s, size_t max_len);
+  // The same field without a copy: *data points into the input, which must outlive its use.
+  Status view(const char** data, uint32_t* size, size_t max_len);
   Status i64s(std::vector<int64_t>* v, size_t max_count);
   Status u64s(std::vector<uint64_t>* v, size_t max_count);
   // A field of fixed size, written by WireWriter::bytes.

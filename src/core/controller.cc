@@ -268,6 +268,7 @@ Response Controller::construct(const std::string& name, const Entry& entry) cons
 
 std::vector<Response> Controller::take_ready() {
   std::vector<Response> out;
+  if (ready_.empty() && joined_count_ != size_) return out;  // every pass: allocate nothing
   out.reserve(ready_.size() + 1);
   for (const std::string& name : ready_) {
     auto it = table_.find(name);

@@ -186,6 +186,7 @@ void Engine::start_collaborators() {
   negotiation.stall_check_seconds = config_.stall_check_seconds;
   negotiation.fusion_threshold = config_.fusion_threshold;
   negotiation.round_tree_min_ranks = config_.round_tree_min_ranks;
+  negotiation.round_input_bytes = config_.round_input_bytes;
   NegotiationContext context;
   context.transport = transport_.get();
   context.sets = &sets_->members();

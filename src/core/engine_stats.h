@@ -18,6 +18,8 @@ struct EngineStats {
   std::atomic<uint64_t> fused_collectives{0};  // collectives over more than one tensor
   std::atomic<uint64_t> fused_tensors{0};
   std::atomic<uint64_t> fused_bytes{0};
+  // Collectives whose inputs came with the round (no exchange of their own); not in hvd_stats.
+  std::atomic<uint64_t> round_input_collectives{0};
 };
 
 }  // namespace hvdc::core

@@ -11,7 +11,8 @@
 namespace hvdc::core {
 
 // Two responses may share a collective: both successful allreduces of the same process set with
-// the same dtype, reduce op, scale factors and device (type and id).
+// the same dtype, reduce op, scale factors and device (type and id), and either both or neither
+// with their members' inputs from the round (RoundInputs).
 bool fusable(const Response& a, const Response& b);
 
 // Merges each allreduce with the later compatible ones (looking past incompatible responses in

@@ -24,6 +24,8 @@ constexpr size_t kMaxProcessSetsOnWire = 1 << 16;
 constexpr size_t kMaxCacheWords = (1 << 20) / 64;       // HVDC_CACHE_CAPACITY's limit
 constexpr size_t kMaxSizes = 1 << 20;                   // one per rank
 constexpr size_t kMaxTreeEntryBytes = size_t{1} << 30;  // one rank's round message
+constexpr size_t kMinRoundInputBytes = 4 + 4 + 4;
+constexpr size_t kMaxRoundInputBytes = size_t{1} << 30;
 
 Status check_enum(int32_t value, int32_t max, const char* what) {
   if (value < 0 || value > max) {
@@ -139,6 +141,19 @@ Status read_cache_bits(WireReader& in, std::vector<CacheBits>* sets) {
   return Status::ok();
 }
 
+// Views into the message's bytes: no copy of the inputs.
+Status read_round_inputs(WireReader& in, std::vector<RoundInput>* inputs) {
+  uint32_t n = 0;
+  HVDC_RETURN_IF_ERROR(in.count(&n, kMinRoundInputBytes));
+  inputs->resize(n);
+  for (RoundInput& input : *inputs) {
+    HVDC_RETURN_IF_ERROR(in.i32(&input.process_set));
+    HVDC_RETURN_IF_ERROR(in.u32(&input.slot));
+    HVDC_RETURN_IF_ERROR(in.view(&input.data, &input.size, kMaxRoundInputBytes));
+  }
+  return Status::ok();
+}
+
 Status semantic_error(const char* what, const std::string& name) {
   return common::make_error(HVD_ERR_INTERNAL, "invalid message from a peer: %s (tensor '%s')", what,
                             name.c_str());
@@ -249,11 +264,20 @@ std::string encode(const ResponseList& list) {
 
 std::string encode(const RoundMessage& msg) {
   WireWriter out;
-  out.reserve(512);  // a warm step's round (a few sets' bits) in one allocation
+  size_t input_bytes = 0;
+  for (const RoundInput& input : msg.inputs) input_bytes += 12 + input.size;
+  out.reserve(512 + input_bytes);  // a warm step's round (a few sets' bits) in one allocation
   out.i64(static_cast<int64_t>(msg.round));
   write_cache_bits(out, msg.sets);
   out.i32(msg.joined);
   write_responses(out, msg.responses);
+  out.u32(static_cast<uint32_t>(msg.inputs.size()));
+  for (const RoundInput& input : msg.inputs) {
+    out.i32(input.process_set);
+    out.u32(input.slot);
+    out.u32(input.size);
+    out.bytes(input.data, input.size);
+  }
   return out.take();
 }
 
@@ -308,6 +332,7 @@ Status decode(const std::string& bytes, RoundMessage* out) {
   HVDC_RETURN_IF_ERROR(read_cache_bits(in, &out->sets));
   HVDC_RETURN_IF_ERROR(in.i32(&out->joined));
   HVDC_RETURN_IF_ERROR(read_responses(in, &out->responses));
+  HVDC_RETURN_IF_ERROR(read_round_inputs(in, &out->inputs));
   return in.finish();
 }
 

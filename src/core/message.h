@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,15 @@ struct RequestList {
 
 enum class ResponseKind : int32_t { kExecute = 0, kError = 1 };
 
+// Every member's input to a cached host allreduce, carried by the round that agreed on it
+// (rounds.cc), so that the members reduce without another exchange.
+struct RoundInputs {
+  // members[t][m]: tensor t's input (in the response's name order) on member m (in set order).
+  std::vector<std::vector<const char*>> members;
+  // What the views point into: the payloads of the round messages.
+  std::vector<std::shared_ptr<const std::string>> keep;
+};
+
 // Its parameters (OpParams) are the first request's: what every rank needs to run the op without
 // its own request (fusion, the cache). An error response carries only their op type.
 struct Response : OpParams {
@@ -79,6 +89,8 @@ struct Response : OpParams {
   std::string error_message;
   std::vector<int64_t> sizes;   // allgather: each rank's first dimension; set creation: ranks
   std::vector<int64_t> counts;  // elements of each named tensor (allreduce)
+  // Not on the wire: every member's input, when they came with the round (null: they did not).
+  std::shared_ptr<RoundInputs> inputs;
 };
 
 // Bytes an allreduce response moves per rank (its fused size).
@@ -96,13 +108,26 @@ struct CacheBits {
   std::vector<uint64_t> invalid;  // bit i: cache slot i no longer matches what was submitted
 };
 
+// A cached host allreduce's input, sent with the round in which the sender announces it ready.
+// The sender's own message views the caller's buffer; a decoded one views the decoded bytes,
+// which whoever decoded them keeps alive (owner) as long as the views are used.
+struct RoundInput {
+  int32_t process_set = 0;
+  uint32_t slot = 0;  // the tensor's cache slot in that set
+  const char* data = nullptr;
+  uint32_t size = 0;
+  std::shared_ptr<const std::string> owner;
+};
+
 // One round of agreement among the ranks (see rounds.cc): per process set of the sender, its
-// cache bits, and the responses it negotiated as the coordinator of some sets.
+// cache bits, the responses it negotiated as the coordinator of some sets, and the inputs of
+// small cached allreduces.
 struct RoundMessage {
   uint64_t round = 0;
   std::vector<CacheBits> sets;  // only sets with a bit set
   int32_t joined = 0;           // 1: the sender has joined (hvd_join) and has no data
   ResponseList responses;       // negotiated by the sender as a coordinator
+  std::vector<RoundInput> inputs;
 };
 
 // Rounds of agreement at scale go up and down a tree of the ranks (tree_rounds.cc) in these.
@@ -153,7 +178,7 @@ std::string encode(const StallReport& msg);
 std::string encode(const TreeMessage& msg);
 Status decode(const std::string& bytes, RequestList* out);
 Status decode(const std::string& bytes, ResponseList* out);
-Status decode(const std::string& bytes, RoundMessage* out);
+Status decode(const std::string& bytes, RoundMessage* out);  // out's inputs view bytes
 Status decode(const std::string& bytes, Terminate* out);
 Status decode(const std::string& bytes, StallReport* out);
 Status decode(const std::string& bytes, TreeMessage* out);

@@ -20,6 +20,9 @@ namespace hvdc::core {
 struct PendingHit {
   uint32_t slot;
   std::chrono::steady_clock::time_point since;
+  // A host allreduce small enough to send its input with the round: the caller's buffer.
+  const void* input = nullptr;
+  uint32_t input_bytes = 0;
 };
 
 struct SetState {

@@ -92,6 +92,12 @@ bool TensorQueue::request_of(int32_t process_set, const std::string& name, Reque
   return true;
 }
 
+const void* TensorQueue::input_of(int32_t process_set, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(Key(process_set, name));
+  return it == entries_.end() ? nullptr : it->second.input;
+}
+
 bool TensorQueue::take(int32_t process_set, const std::string& name, TensorEntry* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(Key(process_set, name));

@@ -63,6 +63,8 @@ class TensorQueue {
   std::vector<Request> pop_new();
   // A copy of the request of `name` in `process_set`; false if it is not in flight.
   bool request_of(int32_t process_set, const std::string& name, Request* out) const;
+  // The input buffer of `name` in `process_set`; null if it is not in flight.
+  const void* input_of(int32_t process_set, const std::string& name) const;
   // Removes and returns the entry of `name` in `process_set`; false if it is not in flight.
   bool take(int32_t process_set, const std::string& name, TensorEntry* out);
   // Removes and returns every entry of a process set.

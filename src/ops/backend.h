@@ -81,6 +81,9 @@ struct CollectiveArgs {
   uint32_t flags = 0;     // the agreed HVD_OP_* flags (core::kNegotiatedFlags: HVD_OP_HOST_PATH)
   std::vector<int64_t> sizes;       // allgather: each member's first dimension
   std::vector<TensorArgs> tensors;  // more than one: a fused allreduce
+  // Allreduce: (*member_inputs)[t][m] is member m's input of tensor t, already here (it came
+  // with the negotiation round); the backend reduces them and exchanges nothing. Null: not here.
+  const std::vector<std::vector<const char*>>* member_inputs = nullptr;
   Group group;
   // Marks the start (true) and end (false) of a phase for the timeline; may be empty.
   std::function<void(const char* phase, bool begin)> trace;

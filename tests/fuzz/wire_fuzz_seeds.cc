@@ -78,6 +78,12 @@ core::RoundMessage sample_round() {
   msg.sets = {bits, other};
   msg.joined = 1;
   msg.responses = sample_responses();
+  static const char kInput[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  core::RoundInput input;
+  input.slot = 1;
+  input.data = kInput;
+  input.size = sizeof(kInput);
+  msg.inputs = {input};
   return msg;
 }
 

@@ -452,6 +452,15 @@ TEST(Message, RoundMessageRoundTripAndTruncation) {
   msg.sets = {global, other};
   msg.joined = 1;
   msg.responses = sample_responses();
+  const std::string first_input = "\x01\x02\x03\x04", second_input(4096, '\x7f');
+  msg.inputs.resize(2);
+  msg.inputs[0].slot = 3;
+  msg.inputs[0].data = first_input.data();
+  msg.inputs[0].size = static_cast<uint32_t>(first_input.size());
+  msg.inputs[1].process_set = 7;
+  msg.inputs[1].slot = 1023;
+  msg.inputs[1].data = second_input.data();
+  msg.inputs[1].size = static_cast<uint32_t>(second_input.size());
   const std::string bytes = encode(msg);
   RoundMessage out;
   Status st = decode(bytes, &out);
@@ -466,6 +475,16 @@ TEST(Message, RoundMessageRoundTripAndTruncation) {
   EXPECT_EQ(out.joined, 1);
   ASSERT_EQ(out.responses.responses.size(), msg.responses.responses.size());
   EXPECT_EQ(out.responses.responses[0].counts, msg.responses.responses[0].counts);
+  // Decoded inputs view the encoded bytes.
+  ASSERT_EQ(out.inputs.size(), 2u);
+  EXPECT_EQ(out.inputs[0].process_set, 0);
+  EXPECT_EQ(out.inputs[0].slot, 3u);
+  EXPECT_GE(out.inputs[0].data, bytes.data());
+  EXPECT_LE(out.inputs[1].data + out.inputs[1].size, bytes.data() + bytes.size());
+  EXPECT_EQ(std::string(out.inputs[0].data, out.inputs[0].size), first_input);
+  EXPECT_EQ(out.inputs[1].process_set, 7);
+  EXPECT_EQ(out.inputs[1].slot, 1023u);
+  EXPECT_EQ(std::string(out.inputs[1].data, out.inputs[1].size), second_input);
   expect_every_truncation_fails<RoundMessage>(bytes);
   EXPECT_FALSE(decode(bytes + "x", &out).is_ok());
 }

@@ -130,6 +130,7 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
     }
     if (i < response.counts.size()) op.tensors.back().count = response.counts[i];
   }
+  if (response.inputs) op.member_inputs = &response.inputs->members;
   op.group = std::move(group);
   op.trace = std::move(trace);
   return backend->start(op, &running.pending);

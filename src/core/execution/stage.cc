@@ -111,6 +111,7 @@ void ExecutionStage::finish(FinishedOp op) {
 
 void ExecutionStage::count_executed(const Response& response) {
   ++ctx_.stats->collectives;
+  if (response.inputs) ++ctx_.stats->round_input_collectives;
   ctx_.stats->tensors += response.names.size();
   if (response.names.size() > 1) {
     ++ctx_.stats->fused_collectives;

@@ -45,10 +45,17 @@ void Negotiation::report_request(Request r, std::map<SetState*, std::vector<Requ
   }
   uint32_t slot = 0;
   switch (set->cache.lookup(r, &slot)) {
-    case ResponseCache::Lookup::kHit:
-      set->pending_hits[r.name] = PendingHit{slot, std::chrono::steady_clock::now()};
+    case ResponseCache::Lookup::kHit: {
+      PendingHit hit{slot, std::chrono::steady_clock::now()};
+      const size_t bytes = round_input_size(*set, r);
+      if (bytes > 0) {
+        hit.input = ctx_.queue->input_of(r.process_set, r.name);
+        hit.input_bytes = hit.input ? static_cast<uint32_t>(bytes) : 0;
+      }
+      set->pending_hits[r.name] = hit;
       round_wanted_ = true;
       break;
+    }
     case ResponseCache::Lookup::kInvalid:
       set_bit(set->invalid_bits, slot);
       round_wanted_ = true;

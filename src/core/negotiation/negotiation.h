@@ -40,6 +40,9 @@ struct NegotiationConfig {
   // (tree_rounds.h) instead of from every rank to every rank.
   int round_tree_min_ranks = kDefaultRoundTreeMinRanks;
   int round_tree_fanout = kRoundTreeFanout;
+  // HVDC_ROUND_INPUT_BYTES: the most input bytes of cached host allreduces a round message
+  // carries (0: none); the ops they complete need no exchange of their own.
+  size_t round_input_bytes = 4 << 10;
 };
 
 // What negotiation works on, owned by the engine (its passes only, one thread at a time).
@@ -96,7 +99,8 @@ class Negotiation {
   bool take_coordinated(SetState& set, Clock::time_point now);
   // rounds.cc
   std::unique_ptr<RoundMessage> build_round_message();
-  Status decode_round_message(const std::string& bytes, RoundMessage* msg) const;
+  // The message's inputs keep `bytes` alive.
+  Status decode_round_message(std::shared_ptr<const std::string> bytes, RoundMessage* msg) const;
   void send_round_message();
   CacheBits announce_cache_bits(SetState& set);
   void complete_round(std::deque<Response>* agreed);
@@ -105,10 +109,17 @@ class Negotiation {
   std::vector<Response> agree_cached(SetState& set,
                                      const std::vector<std::unique_ptr<RoundMessage>>& messages,
                                      const std::vector<Response>& negotiated);
-  std::vector<Response> take_cache_hits(SetState& set, const std::vector<uint64_t>& hits);
+  std::vector<Response> take_cache_hits(SetState& set, const std::vector<uint64_t>& hits,
+                                        const std::vector<std::unique_ptr<RoundMessage>>& messages);
   void cache_responses(SetState& set, const std::vector<Response>& responses);
   void revalidate_pending_hits(SetState& set);
   void demote_unjoinable_hits(SetState& set);
+  // round_inputs.cc
+  size_t round_input_size(const SetState& set, const Request& r) const;
+  void add_round_inputs(RoundMessage* mine);
+  void attach_round_inputs(const SetState& set, uint32_t slot,
+                           const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                           Response* cached) const;
   // rounds_by_tree.cc
   bool progress_tree_rounds(std::deque<Response>* agreed, Clock::time_point now);
   bool join_tree_round(uint64_t next, bool* busy);
@@ -126,8 +137,9 @@ class Negotiation {
   std::unique_ptr<TreeRounds> tree_;  // rounds up and down a tree; null: all-to-all
   struct AgreeBits {
     std::vector<uint64_t> hits, wanted, invalid;
-  } agree_bits_;              // agree_cached()'s, reused
-  std::string round_bytes_;   // progress_rounds()' receive buffer, reused
+  } agree_bits_;  // agree_cached()'s, reused
+  // progress_rounds()' receive buffer, reused unless a message's inputs still view it.
+  std::shared_ptr<std::string> round_bytes_;
   bool tree_probed_ = false;  // the round in progress probed the ranks it lacks
   std::chrono::steady_clock::time_point next_stall_check_;
   bool warned_eviction_ = false;

@@ -29,9 +29,11 @@ Negotiation::Negotiation(const NegotiationConfig& config, NegotiationContext con
 Negotiation::~Negotiation() = default;
 
 // A peer's round message, checked as far as the engine acts on it.
-Status Negotiation::decode_round_message(const std::string& bytes, RoundMessage* msg) const {
-  HVDC_RETURN_IF_ERROR(decode(bytes, msg));
+Status Negotiation::decode_round_message(std::shared_ptr<const std::string> bytes,
+                                         RoundMessage* msg) const {
+  HVDC_RETURN_IF_ERROR(decode(*bytes, msg));
   for (const Response& r : msg->responses.responses) HVDC_RETURN_IF_ERROR(check_response(r));
+  for (RoundInput& input : msg->inputs) input.owner = bytes;
   return Status::ok();
 }
 
@@ -39,13 +41,20 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_poin
   if (tree_) return progress_tree_rounds(agreed, now);
   bool busy = false;
   transport::Tag tag;
-  std::string& bytes = round_bytes_;  // kept: a warm step's round message fits its capacity
-  while (ctx_.transport && ctx_.transport->poll_message(make_tag(TagKind::kRound, 0, 0),
-                                                        transport::kTagKindMask, &tag, &bytes)) {
+  for (;;) {
+    // Kept while no inputs view it: a warm step's round message fits its capacity.
+    if (!round_bytes_ || round_bytes_.use_count() > 1) {
+      round_bytes_ = std::make_shared<std::string>();
+    }
+    if (!ctx_.transport ||
+        !ctx_.transport->poll_message(make_tag(TagKind::kRound, 0, 0), transport::kTagKindMask,
+                                      &tag, round_bytes_.get())) {
+      break;
+    }
     busy = true;
     auto msg = std::make_unique<RoundMessage>();
     const int from = transport::tag_source(tag);
-    Status st = decode_round_message(bytes, msg.get());
+    Status st = decode_round_message(round_bytes_, msg.get());
     if (!st.is_ok() || msg->round <= round_) {
       // A lost or garbled round would leave the ranks disagreeing on what to run.
       ctx_.fail((st.is_ok() ? common::make_error(HVD_ERR_INTERNAL, "stale round %llu",
@@ -86,6 +95,7 @@ std::unique_ptr<RoundMessage> Negotiation::build_round_message() {
     if (!bits.hits.empty() || !bits.invalid.empty()) mine->sets.push_back(std::move(bits));
   }
   mine->joined = self_joined_ ? 1 : 0;
+  add_round_inputs(mine.get());
   for (auto& [id, set] : *ctx_.sets) {
     for (Response& r : set->coordinator_out) mine->responses.responses.push_back(std::move(r));
     set->coordinator_out.clear();
@@ -253,17 +263,19 @@ std::vector<Response> Negotiation::agree_cached(
   for (size_t w = 0; w < words; ++w) hits[w] &= wanted[w];
   if (set.info.id == 0) ctx_.tracer->cached_negotiation(set.cache, messages, hits);
   if (peer_joined) demote_unjoinable_hits(set);
-  std::vector<Response> cached = take_cache_hits(set, hits);
+  std::vector<Response> cached = take_cache_hits(set, hits, messages);
   for_each_set_bit(invalid, [&](uint32_t slot) { set.cache.erase(slot); });
   cache_responses(set, negotiated);
   return cached;
 }
 
-std::vector<Response> Negotiation::take_cache_hits(SetState& set,
-                                                   const std::vector<uint64_t>& hits) {
+std::vector<Response> Negotiation::take_cache_hits(
+    SetState& set, const std::vector<uint64_t>& hits,
+    const std::vector<std::unique_ptr<RoundMessage>>& messages) {
   std::vector<Response> out;
   for_each_set_bit(hits, [&](uint32_t slot) {
     out.push_back(set.cache.response(slot));
+    attach_round_inputs(set, slot, messages, &out.back());
     set.cache.touch(slot);
     set.pending_hits.erase(out.back().names[0]);
   });

@@ -70,7 +70,8 @@ Status Negotiation::take_tree_round(uint64_t next, std::vector<TreeEntry> all) {
   std::vector<std::unique_ptr<RoundMessage>> messages(all.size());
   for (TreeEntry& e : all) {
     auto msg = std::make_unique<RoundMessage>();
-    HVDC_RETURN_IF_ERROR(decode_round_message(e.bytes, msg.get())
+    auto bytes = std::make_shared<const std::string>(std::move(e.bytes));
+    HVDC_RETURN_IF_ERROR(decode_round_message(std::move(bytes), msg.get())
                              .with_context(common::strfmt("rank %d's round message", e.rank)));
     if (msg->round != next) {
       return common::make_error(HVD_ERR_INTERNAL, "rank %d's round message is for round %llu",

@@ -126,7 +126,9 @@ Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
   // tensors are in place or it has joined only changes its views.
   std::vector<Piece> in, out;
   Status st;
-  if (separate_views(op, &in, &out)) {
+  if (op.member_inputs != nullptr) {
+    st = run_allreduce_of_inputs(comm, op, spec);
+  } else if (separate_views(op, &in, &out)) {
     st = allreduce(comm, Pieces(std::move(in)), Pieces(std::move(out)), spec);
   } else {
     const Pieces buf(allreduce_pieces(op));
@@ -138,6 +140,22 @@ Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
   }
   return st.with_context(common::strfmt("fused allreduce of '%s' and %zu more tensors",
                                         op.tensors[0].name.c_str(), op.tensors.size() - 1));
+}
+
+// The inputs came with the round; the outputs are the callers' (a rank with inputs never joined).
+Status CpuBackend::run_allreduce_of_inputs(Comm& comm, const CollectiveArgs& op,
+                                           const ReduceSpec& spec) {
+  const size_t esize = common::dtype_size(op.dtype);
+  std::vector<Piece> outs;
+  outs.reserve(op.tensors.size());
+  for (const TensorArgs& tensor : op.tensors) {
+    if (tensor.output == nullptr) {
+      return make_error(HVD_ERR_INTERNAL, "the round carried inputs for '%s', which has no output",
+                        tensor.name.c_str());
+    }
+    outs.push_back({static_cast<char*>(tensor.output), static_cast<size_t>(tensor.count) * esize});
+  }
+  return allreduce_of_inputs(comm, *op.member_inputs, outs, spec);
 }
 
 Status allocate_rows(const TensorArgs& tensor, int32_t dtype, const char* what, int64_t rows,

@@ -20,6 +20,7 @@ class CpuBackend : public Backend {
  private:
   Comm make_comm(const CollectiveArgs& op);
   Status run_allreduce(const CollectiveArgs& op);
+  Status run_allreduce_of_inputs(Comm& comm, const CollectiveArgs& op, const ReduceSpec& spec);
   std::vector<Piece> allreduce_pieces(const CollectiveArgs& op);
   Status run_allgather(const CollectiveArgs& op);
   Status run_broadcast(const CollectiveArgs& op);

@@ -38,4 +38,10 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
 // reduces all contributions in member order (so all results agree bit for bit).
 Status allreduce_direct(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
+// Without messages: inputs[t][m] is member m's input of tensor t, which came with the round that
+// agreed on the op; each member reduces them in member order into outs[t] (the direct
+// algorithm's order and bits).
+Status allreduce_of_inputs(Comm& comm, const std::vector<std::vector<const char*>>& inputs,
+                           const std::vector<Piece>& outs, const ReduceSpec& spec);
+
 }  // namespace hvdc::ops::cpu
