@@ -1,7 +1,7 @@
 // Allreduce of inputs that came with the negotiation round (core/negotiation/round_inputs.cc):
 // every member's input of each tensor is already here, so each member reduces them in member
 // order, as the direct algorithm does, and sends nothing.
-#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "common/dtype.h"
@@ -11,6 +11,29 @@
 namespace hvdc::ops::cpu {
 
 using common::make_error;
+
+namespace {
+
+// Copies aside the inputs the kernels cannot read where they are: one that is not aligned to its
+// element (an input inside a round message follows inputs of other sizes), and this member's own
+// input when the output is that input and members before it write the running sum there first.
+// reduce() lets dst alias either side, so members 0 and 1 read their own input in place.
+void set_aside(Comm& comm, std::vector<const char*>& in, const char* out, size_t bytes,
+               size_t esize) {
+  char* scratch = nullptr;
+  for (size_t m = 0; m < in.size(); ++m) {
+    const bool misaligned = reinterpret_cast<uintptr_t>(in[m]) % esize != 0;
+    const bool overwritten =
+        static_cast<int>(m) == comm.index && m >= 2 && in[m] < out + bytes && out < in[m] + bytes;
+    if (!misaligned && !overwritten) continue;
+    // Each member's slot in one buffer, aligned to the element as the buffer is.
+    if (scratch == nullptr) scratch = comm.scratch_bytes(bytes * in.size());
+    std::memcpy(scratch + m * bytes, in[m], bytes);
+    in[m] = scratch + m * bytes;
+  }
+}
+
+}  // namespace
 
 Status allreduce_of_inputs(Comm& comm, const std::vector<std::vector<const char*>>& inputs,
                            const std::vector<Piece>& outs, const ReduceSpec& spec) {
@@ -30,18 +53,10 @@ Status allreduce_of_inputs(Comm& comm, const std::vector<std::vector<const char*
     const size_t bytes = outs[t].bytes;
     const size_t count = bytes / esize;
     if (count == 0) continue;
-    // reduce() lets dst alias either side, so an output that is this member's input serves as
-    // members 0 and 1; a later member's output holds the running sum by its turn, so it reads
-    // its own input from a copy.
-    const char* own = from[comm.index];
-    if (comm.index >= 2 && own < out + bytes && out < own + bytes) {
-      char* aside = comm.scratch_bytes(bytes);
-      std::memcpy(aside, own, bytes);
-      own = aside;
-    }
-    auto input = [&](int m) { return m == comm.index ? own : from[m]; };
-    reduce(out, input(0), input(1), count, spec.dtype, spec.op);
-    for (int m = 2; m < n; ++m) reduce(out, out, input(m), count, spec.dtype, spec.op);
+    std::vector<const char*> in = from;
+    set_aside(comm, in, out, bytes, esize);
+    reduce(out, in[0], in[1], count, spec.dtype, spec.op);
+    for (int m = 2; m < n; ++m) reduce(out, out, in[m], count, spec.dtype, spec.op);
     finish_reduction(out, count, spec);
   }
   return Status::ok();
