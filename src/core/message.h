@@ -75,7 +75,7 @@ enum class ResponseKind : int32_t { kExecute = 0, kError = 1 };
 struct RoundInputs {
   // members[t][m]: tensor t's input (in the response's name order) on member m (in set order).
   std::vector<std::vector<const char*>> members;
-  // What the views point into: the payloads of the round messages.
+  // What the views point into: the received round messages' bytes.
   std::vector<std::shared_ptr<const std::string>> keep;
 };
 

@@ -4,8 +4,19 @@
 
 #include "ops/cpu/comm.h"
 #include "ops/cpu/pieces.h"
+#include "ops/cpu/reduce/reduce.h"
 
 namespace hvdc::ops::cpu {
+
+// out = in(0) op in(1) op ... op in(n-1), left to right, then the divisor and postscale: the
+// direct algorithm's order, the same on every member (so the same bits). out may be in(0) or
+// in(1), not a later member's input (it holds the running sum by that member's turn).
+template <class Input>
+void reduce_in_member_order(char* out, int n, Input in, size_t count, const ReduceSpec& spec) {
+  reduce(out, in(0), in(1), count, spec.dtype, spec.op);
+  for (int m = 2; m < n; ++m) reduce(out, out, in(m), count, spec.dtype, spec.op);
+  finish_reduction(out, count, spec);
+}
 
 // Picks the algorithm by size: direct up to comm.small_bytes; from comm.local->min_bytes on, among
 // ranks of one host, in place; otherwise above small_bytes the ring, or with

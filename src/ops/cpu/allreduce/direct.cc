@@ -35,9 +35,7 @@ Status direct_contiguous(Comm& comm, char* buf, size_t count, const ReduceSpec& 
   auto from = [&](int m) -> const char* {
     return m == comm.index && !own_aside ? buf : slots + m * bytes;
   };
-  reduce(buf, from(0), from(1), count, spec.dtype, spec.op);
-  for (int m = 2; m < n; ++m) reduce(buf, buf, from(m), count, spec.dtype, spec.op);
-  finish_reduction(buf, count, spec);
+  reduce_in_member_order(buf, n, from, count, spec);
   return Status::ok();
 }
 

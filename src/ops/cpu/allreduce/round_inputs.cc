@@ -43,6 +43,7 @@ Status allreduce_of_inputs(Comm& comm, const std::vector<std::vector<const char*
                       inputs.size(), outs.size());
   }
   const size_t esize = common::dtype_size(spec.dtype);
+  std::vector<const char*> in;  // one tensor's, with the copies set aside
   for (size_t t = 0; t < outs.size(); ++t) {
     const std::vector<const char*>& from = inputs[t];
     if (from.size() != static_cast<size_t>(n)) {
@@ -53,11 +54,10 @@ Status allreduce_of_inputs(Comm& comm, const std::vector<std::vector<const char*
     const size_t bytes = outs[t].bytes;
     const size_t count = bytes / esize;
     if (count == 0) continue;
-    std::vector<const char*> in = from;
+    in.assign(from.begin(), from.end());
     set_aside(comm, in, out, bytes, esize);
-    reduce(out, in[0], in[1], count, spec.dtype, spec.op);
-    for (int m = 2; m < n; ++m) reduce(out, out, in[m], count, spec.dtype, spec.op);
-    finish_reduction(out, count, spec);
+    reduce_in_member_order(
+        out, n, [&](int m) { return in[m]; }, count, spec);
   }
   return Status::ok();
 }
