@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "ops/cpu/allgather/allgather.h"
 #include "ops/cpu/allreduce/allreduce.h"
@@ -194,7 +195,7 @@ Status CpuBackend::run_allgather(const CollectiveArgs& op) {
   size_t offset = 0;
   for (int m = 0; m < comm.index; ++m) offset += block_bytes[m];
   if (block_bytes[comm.index] > 0) {
-    std::memcpy(out + offset, tensor.input, block_bytes[comm.index]);
+    common::copy_bytes(out + offset, tensor.input, block_bytes[comm.index]);
   }
   if (comm.size() == 1) return Status::ok();
   return allgather_ring(comm, out, block_bytes)

@@ -2,6 +2,7 @@
 // known only at execution) and reducescatter (first dimension split unevenly).
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "ops/cpu/alltoall/alltoall.h"
 #include "ops/cpu/backend.h"
@@ -65,7 +66,7 @@ Status CpuBackend::run_reducescatter(const CollectiveArgs& op) {
   if (op.prescale != 1.0) {
     scale(work.data(), tensor.input, count, op.dtype, op.prescale);
   } else if (count > 0) {
-    std::memcpy(work.data(), tensor.input, count * esize);
+    common::copy_bytes(work.data(), tensor.input, count * esize);
   }
   ReduceSpec spec;
   spec.dtype = op.dtype;

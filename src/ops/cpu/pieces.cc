@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/copy_bytes.h"
+
 namespace hvdc::ops::cpu {
 
 Pieces::Pieces(std::vector<Piece> pieces) {
@@ -37,14 +39,14 @@ char* Pieces::contiguous(size_t offset, size_t len) const {
 
 void Pieces::gather(size_t offset, size_t len, char* dst) const {
   for_each(offset, len, [&](char* p, size_t n) {
-    std::memcpy(dst, p, n);
+    common::copy_bytes(dst, p, n);
     dst += n;
   });
 }
 
 void Pieces::scatter(size_t offset, size_t len, const char* src) const {
   for_each(offset, len, [&](char* p, size_t n) {
-    std::memcpy(p, src, n);
+    common::copy_bytes(p, src, n);
     src += n;
   });
 }
@@ -52,7 +54,7 @@ void Pieces::scatter(size_t offset, size_t len, const char* src) const {
 void Pieces::copy_to(const Pieces& to) const {
   if (&to == this) return;  // in place: every allreduce of this kind comes through here
   for_each_with(to, 0, total_, [](const char* from, char* dst, size_t n) {
-    if (from != dst) std::memcpy(dst, from, n);
+    if (from != dst) common::copy_bytes(dst, from, n);
   });
 }
 

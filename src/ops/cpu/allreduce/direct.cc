@@ -1,6 +1,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "ops/cpu/allreduce/allreduce.h"
 #include "ops/cpu/reduce/reduce.h"
@@ -31,7 +32,7 @@ Status direct_contiguous(Comm& comm, char* buf, size_t count, const ReduceSpec& 
   // (reduce allows dst to alias a side); a later member's buf holds the running sum by its
   // turn, so it copies its contribution aside first.
   const bool own_aside = comm.index >= 2;
-  if (own_aside) std::memcpy(slots + comm.index * bytes, buf, bytes);
+  if (own_aside) common::copy_bytes(slots + comm.index * bytes, buf, bytes);
   auto from = [&](int m) -> const char* {
     return m == comm.index && !own_aside ? buf : slots + m * bytes;
   };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "ops/cpu/allreduce/allreduce.h"
@@ -201,7 +202,9 @@ const char* own_source(const Comm& comm, const Pieces& in, bool in_place, const 
                        char* slot) {
   if (in_place) {
     if (s.staged) in.gather(s.offset, s.bytes, s.addr);
-    return comm.index >= 2 ? static_cast<const char*>(std::memcpy(slot, s.addr, s.bytes)) : s.addr;
+    if (comm.index < 2) return s.addr;
+    common::copy_bytes(slot, s.addr, s.bytes);
+    return slot;
   }
   if (const char* direct = in.contiguous(s.offset, s.bytes)) return direct;
   in.gather(s.offset, s.bytes, slot);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "ops/cpu/allreduce/allreduce.h"
 #include "ops/cpu/reduce/reduce.h"
@@ -28,7 +29,7 @@ void set_aside(Comm& comm, std::vector<const char*>& in, const char* out, size_t
     if (!misaligned && !overwritten) continue;
     // Each member's slot in one buffer, aligned to the element as the buffer is.
     if (scratch == nullptr) scratch = comm.scratch_bytes(bytes * in.size());
-    std::memcpy(scratch + m * bytes, in[m], bytes);
+    common::copy_bytes(scratch + m * bytes, in[m], bytes);
     in[m] = scratch + m * bytes;
   }
 }

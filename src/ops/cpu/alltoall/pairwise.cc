@@ -1,6 +1,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "ops/cpu/alltoall/alltoall.h"
 
 namespace hvdc::ops::cpu {
@@ -84,7 +85,7 @@ Status alltoall_pairwise(Comm& comm, const char* sendbuf, const std::vector<size
   const Exchange x{sendbuf, send_bytes, block_offsets(send_bytes),
                    recvbuf, recv_bytes, block_offsets(recv_bytes)};
   if (send_bytes[me] > 0) {
-    std::memcpy(recvbuf + x.recv_offset[me], sendbuf + x.send_offset[me], send_bytes[me]);
+    common::copy_bytes(recvbuf + x.recv_offset[me], sendbuf + x.send_offset[me], send_bytes[me]);
   }
   if (n == 1) return Status::ok();
   std::vector<transport::Request> reqs(2 * kWindow);

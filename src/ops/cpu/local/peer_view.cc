@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "ops/cpu/local/stream_copy.h"
 
 namespace hvdc::ops::cpu::local {
@@ -92,11 +93,11 @@ Status PeerView::move(size_t offset, size_t len, char* here, bool to_peer, bool 
     if (part.local == nullptr) {
       HVDC_RETURN_IF_ERROR(move_remote(part, skip, n, here, to_peer));
     } else if (!to_peer) {
-      std::memcpy(here, part.local + skip, n);
+      common::copy_bytes(here, part.local + skip, n);
     } else if (stream) {
       stream_copy(part.local + skip, here, n);
     } else {
-      std::memcpy(part.local + skip, here, n);
+      common::copy_bytes(part.local + skip, here, n);
     }
     here += n;
     offset += n;

@@ -5,9 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
+#include "common/copy_steps.h"
 
 namespace hvdc::ops::cpu::local {
 
@@ -21,16 +19,8 @@ void stream_copy(char* dst, const char* src, size_t bytes) {
   dst += head;
   src += head;
   bytes -= head;
-  for (; bytes >= 64; bytes -= 64, dst += 64, src += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
-  }
+  common::copy_64_byte_steps(&dst, &src, &bytes,
+                             [](__m128i* at, __m128i v) { _mm_stream_si128(at, v); });
   std::memcpy(dst, src, bytes);
 }
 
