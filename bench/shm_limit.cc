@@ -117,7 +117,12 @@ __attribute__((target_clones("avx2", "default"))) void add_into(float* __restric
 // The peer's half r through the kernel: read a segment, add it into this rank's buffer, write
 // the sum back. Returns false if the kernel refused a copy.
 bool cma_reduce_half(const Segment* s, int rank) {
-  static thread_local std::vector<float> bounce(kCmaSegment / sizeof(float));
+  // Page-aligned, as the remote buffer is: the kernel's copy into a destination 1-63 bytes past
+  // its source modulo 4 KiB runs several times slower on some CPUs (src/common/copy_bytes.h),
+  // and hvdc places its reads at the source's page offset.
+  static thread_local std::vector<char> bounce_area(kCmaSegment + 4096);
+  float* bounce_at = reinterpret_cast<float*>(
+      bounce_area.data() + (4096 - reinterpret_cast<uintptr_t>(bounce_area.data()) % 4096));
   const int peer = 1 - rank;
   const pid_t pid = s->control->pid[peer].load();
   char* remote = reinterpret_cast<char*>(s->control->private_buffer[peer].load());
@@ -125,11 +130,11 @@ bool cma_reduce_half(const Segment* s, int rank) {
   char* own = reinterpret_cast<char*>(s->own);
   for (size_t off = lo; off < lo + half; off += kCmaSegment) {
     const size_t n = std::min(kCmaSegment, lo + half - off);
-    iovec local_in = {bounce.data(), n}, remote_io = {remote + off, n};
+    iovec local_in = {bounce_at, n}, remote_io = {remote + off, n};
     if (process_vm_readv(pid, &local_in, 1, &remote_io, 1, 0) != static_cast<ssize_t>(n)) {
       return false;
     }
-    add_into(reinterpret_cast<float*>(own + off), bounce.data(), n / sizeof(float));
+    add_into(reinterpret_cast<float*>(own + off), bounce_at, n / sizeof(float));
     iovec local_out = {own + off, n};
     if (process_vm_writev(pid, &local_out, 1, &remote_io, 1, 0) != static_cast<ssize_t>(n)) {
       return false;

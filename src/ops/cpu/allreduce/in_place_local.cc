@@ -221,8 +221,15 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
   std::vector<Segment> segs = split_segments(out, ch.offset(me), ch.bytes(me), limits);
   place_staged(segs, comm.staging_bytes(staged_bytes(segs)));
+  // A page more per slot, so that each read through the kernel can land at its source's page
+  // offset (PeerView::page_offset).
+  const size_t slot_bytes = limits.max_staged + local::kPageBytes;
   std::vector<char>& bounce = comm.local->bounce;
-  if (bounce.size() < n * limits.max_staged) bounce.resize(n * limits.max_staged);
+  if (bounce.size() < n * slot_bytes + local::kPageBytes) {
+    bounce.resize(n * slot_bytes + local::kPageBytes);
+  }
+  char* slots = bounce.data() + (local::kPageBytes -
+                                 reinterpret_cast<uintptr_t>(bounce.data()) % local::kPageBytes);
   const bool in_place = same_buffers(in, out);
   // Out of place and large, no output line is cached, and a normal store reads its line from
   // memory first: the sum goes to a cache-sized scratch and is streamed to every output
@@ -234,10 +241,12 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   std::vector<const char*> src(n);
   for (const Segment& s : segs) {
     for (int m = 0; m < n; ++m) {
-      char* slot = bounce.data() + m * limits.max_staged;
+      char* slot = slots + m * slot_bytes;
       if (m == me) {
         src[m] = own_source(comm, in, in_place, s, slot);
       } else if ((src[m] = views[m].in.mapped(s.offset, s.bytes)) == nullptr) {
+        const size_t page_offset = views[m].in.page_offset(s.offset);
+        slot += page_offset - page_offset % ch.esize;  // the kernels read whole elements
         HVDC_RETURN_IF_ERROR(views[m].in.read(s.offset, s.bytes, slot));
         src[m] = slot;
       }

@@ -51,6 +51,12 @@ size_t PeerView::find(size_t offset) const {
   return static_cast<size_t>(it - parts_.begin()) - 1;
 }
 
+size_t PeerView::page_offset(size_t offset) const {
+  if (parts_.empty()) return 0;
+  const Part& part = parts_[find(offset)];
+  return (part.addr + (offset - part.start)) % kPageBytes;
+}
+
 const char* PeerView::mapped(size_t offset, size_t len) const {
   if (parts_.empty()) return nullptr;
   const Part& part = parts_[find(offset)];

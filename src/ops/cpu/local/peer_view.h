@@ -11,6 +11,9 @@
 
 namespace hvdc::ops::cpu::local {
 
+// The page size that the kernel's copies align to (size_t: it is only ever a modulus here).
+constexpr size_t kPageBytes = 4096;
+
 class PeerView {
  public:
   // Maps the region pieces of `pieces`, those of process pid (global rank `rank`); a failure
@@ -29,6 +32,10 @@ class PeerView {
   const char* mapped(size_t offset, size_t len) const;
   // Copies the peer's bytes [offset, offset + len) to dst.
   Status read(size_t offset, size_t len, char* dst) const;
+  // Where byte `offset` of the view lies within its page, in the peer's address space: a read
+  // into a destination at the same page offset avoids the kernel's slow copy case (where the
+  // destination lies 1-63 bytes past the source modulo 4 KiB; common/copy_bytes.h).
+  size_t page_offset(size_t offset) const;
   // Copies src to the peer's bytes [offset, offset + len); with `stream`, mapped pieces are
   // written with non-temporal stores (stream_copy.h: stream_fence() before telling the peer).
   Status write(size_t offset, size_t len, const char* src, bool stream) const;
