@@ -21,7 +21,7 @@ fi
 sources=(
   tests/fuzz/wire_fuzz.cc tests/fuzz/wire_fuzz_seeds.cc
   src/core/message.cc src/common/wire.cc src/common/status.cc src/common/dtype.cc
-  src/common/log.cc src/common/sha256.cc
+  src/common/log.cc src/common/sha256.cc src/common/copy_bytes.cc
   src/bootstrap/tcp/frame.cc src/bootstrap/tcp/protocol.cc src/bootstrap/tcp/socket.cc
 )
 flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined

@@ -27,4 +27,15 @@ inline void copy_bytes(void* dst, const void* src, size_t bytes) {
   }
 }
 
+// memmove for the data path: copy_bytes where the ranges do not overlap.
+inline void move_bytes(void* dst, const void* src, size_t bytes) {
+  const char* d = static_cast<const char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if (d + bytes <= s || s + bytes <= d) {
+    copy_bytes(dst, src, bytes);
+  } else {
+    std::memmove(dst, src, bytes);
+  }
+}
+
 }  // namespace hvdc::common

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "common/status.h"
 
 // Fields are copied in host byte order, which is the wire's order only on little-endian hosts.
@@ -32,7 +33,18 @@ class WireWriter {
   std::string take() { return std::move(out_); }
 
  private:
-  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  // Fields from 2 KiB on (an input riding with a round) are copied by copy_bytes, which avoids
+  // memcpy's slow case for them.
+  static constexpr size_t kLargeField = 2048;
+  void raw(const void* p, size_t n) {
+    if (n < kLargeField) {
+      out_.append(static_cast<const char*>(p), n);
+      return;
+    }
+    const size_t at = out_.size();
+    out_.resize(at + n);
+    copy_bytes(&out_[at], p, n);
+  }
   std::string out_;
 };
 

@@ -1,8 +1,10 @@
 // copy_bytes against a byte-by-byte reference, on both of its paths: the distances modulo 4 KiB
 // that take the vector loop (1 to 63) and those that take memcpy, at sizes around the loop's
-// 64-byte step and the 2 KiB where it starts, with guard bytes on either side.
+// 64-byte step and the 2 KiB where it starts, with guard bytes on either side; and move_bytes,
+// which falls back to memmove where the ranges overlap.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +14,7 @@ namespace {
 
 using hvdc::common::copy_blocks;
 using hvdc::common::copy_bytes;
+using hvdc::common::move_bytes;
 
 constexpr size_t kGuard = 64;
 constexpr uint8_t kGuardByte = 0xA5;
@@ -62,6 +65,19 @@ TEST(CopyBytes, BlocksCopyTailsShorterThanAStep) {
   EXPECT_EQ(dst[0], kGuardByte);
   for (size_t i = 0; i < 150; ++i) ASSERT_EQ(dst[1 + i], src[i]) << i;
   EXPECT_EQ(dst[151], kGuardByte);
+}
+
+TEST(CopyBytes, MoveBytesHandlesOverlapBothWays) {
+  for (ptrdiff_t shift : {-4097, -16, -1, 1, 16, 4097}) {
+    std::vector<uint8_t> area(20000);
+    for (size_t i = 0; i < area.size(); ++i) area[i] = static_cast<uint8_t>(i * 7 + 3);
+    const std::vector<uint8_t> before = area;
+    const size_t from = 5000, bytes = 9000;
+    move_bytes(area.data() + from + shift, area.data() + from, bytes);
+    for (size_t i = 0; i < bytes; ++i) {
+      ASSERT_EQ(area[from + shift + i], before[from + i]) << "shift " << shift << ", byte " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
       if (op.prescale != 1.0) {
         scale(tensor.output, tensor.input, count, op.dtype, op.prescale);
       } else if (tensor.output != tensor.input && count > 0) {
-        std::memmove(tensor.output, tensor.input, count * esize);
+        common::move_bytes(tensor.output, tensor.input, count * esize);
       }
       pieces.push_back({static_cast<char*>(tensor.output), count * esize});
     } else {
@@ -207,7 +207,7 @@ Status CpuBackend::run_broadcast(const CollectiveArgs& op) {
   const size_t bytes = element_count(tensor.shape) * common::dtype_size(op.dtype);
   Comm comm = make_comm(op);
   if (comm.index == op.root && tensor.output != tensor.input && bytes > 0) {
-    std::memmove(tensor.output, tensor.input, bytes);
+    common::move_bytes(tensor.output, tensor.input, bytes);
   }
   if (comm.size() == 1 || bytes == 0) return Status::ok();
   return broadcast_tree(comm, tensor.output, bytes, op.root)

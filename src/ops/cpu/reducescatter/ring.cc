@@ -2,6 +2,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "ops/cpu/integer_average.h"
 #include "ops/cpu/reduce/reduce.h"
@@ -101,7 +102,7 @@ Status reducescatter_ring(Comm& comm, void* buf, const std::vector<size_t>& coun
   std::vector<size_t> offset(n, 0);  // in bytes
   for (int m = 1; m < n; ++m) offset[m] = offset[m - 1] + counts[m - 1] * esize;
   if (n == 1) {
-    if (counts[0] > 0 && result != data) std::memmove(result, data, counts[0] * esize);
+    if (counts[0] > 0 && result != data) common::move_bytes(result, data, counts[0] * esize);
     finish_reduction(result, counts[0], spec);
     return Status::ok();
   }
