@@ -21,9 +21,12 @@ build() {
   local dir=$1 sanitize=$2 out
   shift 2
   # werror off: sanitizer instrumentation can bring warnings that the ordinary (-Werror) build
-  # does not have; they are not what these builds check.
+  # does not have; they are not what these builds check. -O1 with line tables only (-g1):
+  # reports keep their functions, files and lines, and the two builds compile in half the time
+  # of -O2 -g (25 s against 13 s for core/engine.cc), which a fresh machine without a compiler
+  # cache pays in full.
   local opts=(-Db_sanitize="$sanitize" -Db_lundef=false -Dcuda=disabled -Dnccl=disabled
-    -Dbuildtype=debugoptimized -Dwerror=false "$@")
+    -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1 -Dwerror=false "$@")
   if [ -f "$dir/build.ninja" ]; then
     out=$(meson configure "$dir" "${opts[@]}" 2>&1)  # an older configuration catches up
   else

@@ -3,7 +3,7 @@
 // on AMD Zen that instruction runs at about 1.5 GB/s instead of 45 when the destination lies 1
 // to 63 bytes past the source modulo 4 KiB. It is the common case, not a corner: malloc puts
 // a large block 16 bytes into its page, so copying into it from page-aligned memory (a stage,
-// a mapped peer buffer, a transport's buffer) hits it (docs/performance.md, "memcpy").
+// a mapped peer buffer) hits it (docs/performance.md, "memcpy's slow case on AMD Zen").
 #pragma once
 
 #include <cstddef>
