@@ -223,6 +223,9 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
       std::string problem;
       // Every other case streams its results out of place (where all buffers are mapped).
       access.stream_min_bytes = i % 2 == 0 ? 0 : SIZE_MAX;
+      // Every fourth case reduces mapped segments in blocks of 1000 bytes, the last one short;
+      // the others in one block per segment.
+      access.block_bytes = i % 4 == 1 ? 1000 : 16 << 10;
       // Every third case, half the ranks stage their heap buffers: staged views meet others.
       access.stage_max_bytes = i % 3 == 0 && (i / 3 + comm.index) % 2 == 0 ? 4 * kOutputAt : 0;
       HVDC_RETURN_IF_ERROR(run_case(comm, cases[i], region.base, i, &problem));

@@ -2,6 +2,7 @@
 // reduces chunk m of every member's input (mapped, or read through the kernel a segment at a
 // time) and writes each finished segment into every member's output, its own and its peers'.
 // Only tiny messages cross the transport: the buffer descriptions and one "written" notice.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -211,6 +212,33 @@ const char* own_source(const Comm& comm, const Pieces& in, bool in_place, const 
   return slot;
 }
 
+// Where every peer's output of segment s is mapped here: reduces the segment into s.addr and
+// copies it to the peers' outputs a block at a time, each block while it is still in the first
+// level cache, so that the peers' copies cost no second pass through memory (the sum's
+// segment is larger than that cache). Returns false, touching nothing, if some output is not
+// mapped (the kernel's copies are worth their call only by the segment).
+bool reduce_into_mapped(const Comm& comm, const Segment& s, const std::vector<PeerViews>& views,
+                        const std::vector<const char*>& src, size_t esize, const ReduceSpec& spec) {
+  const int n = comm.size();
+  std::vector<char*>& outs = comm.local->mapped_outputs;
+  outs.assign(n, nullptr);
+  for (int m = 0; m < n; ++m) {
+    if (m == comm.index) continue;
+    outs[m] = const_cast<char*>(views[m].out.mapped(s.offset, s.bytes));
+    if (outs[m] == nullptr) return false;
+  }
+  const size_t block = std::max(esize, comm.local->block_bytes - comm.local->block_bytes % esize);
+  for (size_t at = 0; at < s.bytes; at += block) {
+    const size_t bytes = std::min(block, s.bytes - at);
+    reduce_in_member_order(
+        s.addr + at, n, [&](int m) { return src[m] + at; }, bytes / esize, spec);
+    for (int m = 0; m < n; ++m) {
+      if (outs[m] != nullptr) common::copy_bytes(outs[m] + at, s.addr + at, bytes);
+    }
+  }
+  return true;
+}
+
 // Reduces this member's chunk of every member's input, in member order, finishes it (average,
 // postscale) and writes it into every member's output. No other member touches this chunk of
 // any buffer, in place or not, so no peer's own work can race with these writes.
@@ -251,11 +279,14 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
         src[m] = slot;
       }
     }
+    if (!stream && reduce_into_mapped(comm, s, views, src, ch.esize, spec)) {
+      if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
+      continue;
+    }
     const size_t count = s.bytes / ch.esize;
     char* sum = stream && !s.staged ? scratch.data() : s.addr;
-    reduce(sum, src[0], src[1], count, spec.dtype, spec.op);
-    for (int m = 2; m < n; ++m) reduce(sum, sum, src[m], count, spec.dtype, spec.op);
-    finish_reduction(sum, count, spec);
+    reduce_in_member_order(
+        sum, n, [&](int m) { return src[m]; }, count, spec);
     for (int m = 0; m < n; ++m) {
       if (m != me) HVDC_RETURN_IF_ERROR(views[m].out.write(s.offset, s.bytes, sum, stream));
     }

@@ -33,8 +33,13 @@ struct LocalAccess {
   memory::PeerRegions regions;
   std::map<std::vector<int>, SetAccess> sets;  // by member ranks
   bool fallback_logged = false;
-  std::vector<char> bounce;  // a segment per member, for reads through the kernel
-  std::vector<char> sum;     // a segment's result out of place, streamed to every output
+  std::vector<char> bounce;           // a segment per member, for reads through the kernel
+  std::vector<char> sum;              // a segment's result out of place, streamed to every output
+  std::vector<char*> mapped_outputs;  // each peer's output of a segment, mapped here
+  // Where every output is mapped, a segment is reduced and copied to the peers' outputs a block
+  // of this many bytes at a time: half a first-level data cache (32 KiB on the x86 and Arm
+  // cores this runs on), so that the copies read the sum from it.
+  size_t block_bytes = 16 << 10;
   // Out of place on mapped buffers, results are streamed past the cache from this op size on:
   // below it the members' inputs and outputs together fit the 8 MiB last-level cache of the VM
   // this was measured on, and streaming lost there (docs/performance.md).
