@@ -139,7 +139,7 @@ const std::vector<Knob>& knob_registry() {
       {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "16384", parse_non_negative,
        "Allreduces of host memory among ranks of one host read and write the peers' buffers in "
        "place from this size on (docs/memory.md)."},
-      {"HVDC_LOCAL_STAGE_BYTES", nullptr, -1, true, "4194304", parse_non_negative,
+      {"HVDC_LOCAL_STAGE_BYTES", nullptr, -1, true, "16777216", parse_non_negative,
        "Those allreduces on heap buffers up to this size go through a region of this rank's that "
        "the peers map, instead of through the kernel; 0 never (docs/memory.md)."},
       {"HVDC_PEER_READS", nullptr, -1, true, "1", parse_bool,

@@ -136,8 +136,8 @@ std::string run_layout(const Layout& l, int32_t op, size_t count, int tensors,
 }
 
 void test_layouts(Results& results) {
-  // 256 KiB (the threshold the suite sets), an odd count above 1 MiB, 16 MiB; and 5 fused
-  // tensors.
+  // 256 KiB (the threshold the suite sets; on heap buffers staged), an odd count above 1 MiB
+  // and 16 MiB (on heap buffers read through the kernel); and 5 fused tensors.
   const size_t counts[] = {65536, 262147, 4u << 20};
   const int32_t ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MAX};
   for (const Layout& l : kLayouts) {

@@ -51,9 +51,9 @@ void Pieces::scatter(size_t offset, size_t len, const char* src) const {
   });
 }
 
-void Pieces::copy_to(const Pieces& to) const {
+void Pieces::copy_to(const Pieces& to, size_t offset, size_t len) const {
   if (&to == this) return;  // in place: every allreduce of this kind comes through here
-  for_each_with(to, 0, total_, [](const char* from, char* dst, size_t n) {
+  for_each_with(to, offset, len, [](const char* from, char* dst, size_t n) {
     if (from != dst) common::copy_bytes(dst, from, n);
   });
 }

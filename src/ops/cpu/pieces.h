@@ -56,7 +56,9 @@ class Pieces {
   void gather(size_t offset, size_t len, char* dst) const;
   void scatter(size_t offset, size_t len, const char* src) const;
   // Copies every byte of this view into `to`, a view of the same total size.
-  void copy_to(const Pieces& to) const;
+  void copy_to(const Pieces& to) const { copy_to(to, 0, total_); }
+  // The same for the bytes [offset, offset + len) only.
+  void copy_to(const Pieces& to, size_t offset, size_t len) const;
 
  private:
   size_t find(size_t offset) const;  // the piece holding byte `offset`

@@ -107,6 +107,18 @@ Status share_outcome(Comm& comm, int step, const Status& mine, const char* what,
   return Status::ok();
 }
 
+// This member's buffers in one op: where it reads its input and writes its result (in, out),
+// and what its peers read and write (shown_in, shown_out): the same views, or its stage, where
+// the peers' chunks pass through while this member reduces its own chunk from and into its
+// own buffers.
+struct OwnBuffers {
+  const Pieces& in;
+  const Pieces& out;
+  const Pieces& shown_in;
+  const Pieces& shown_out;
+  bool staged() const { return &shown_out != &out; }
+};
+
 // A peer's input (chunk m of it is read by member m) and output (chunk m written by member m).
 struct PeerViews {
   PeerView in, out;
@@ -299,15 +311,16 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
 
 // The reduction once the views are open and the verdict is known; what this member tells the
 // others when it is done.
-Status reduce_opened(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+Status reduce_opened(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
                      const std::vector<PeerViews>& views, bool needs_cma, const Status& opened) {
   if (!opened.is_ok()) return opened;
-  const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
-  return reduce_own_chunk(comm, in, out, ch, views, !needs_cma, spec);
+  const Chunks ch = make_chunks(own.out, comm.size(), common::dtype_size(spec.dtype));
+  // A staged member's own buffers are its heap's, where streaming measured slower.
+  return reduce_own_chunk(comm, own.in, own.out, ch, views, !needs_cma && !own.staged(), spec);
 }
 
 // The op with both exchanges on the members' boards (board.h).
-Status reduce_on_board(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
                        const std::string& mine, SetAccess& set, bool* ran) {
   LocalAccess& access = *comm.local;
   Board& board = *set.board;
@@ -318,10 +331,10 @@ Status reduce_on_board(Comm& comm, const Pieces& in, const Pieces& out, const Re
   bool needs_cma = false;
   Status opened;
   auto desc_of = [&](int m, size_t* bytes) { return board.description(m, bytes); };
-  open_views(comm, out, access, desc_of, nullptr, &views, &needs_cma, &opened);
+  open_views(comm, own.shown_out, access, desc_of, nullptr, &views, &needs_cma, &opened);
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
-  const Status st = use ? reduce_opened(comm, in, out, spec, views, needs_cma, opened) : opened;
+  const Status st = use ? reduce_opened(comm, own, spec, views, needs_cma, opened) : opened;
   // Also when the verdict turned this op away: no member may post its next description while
   // another still reads this one.
   board.post_outcome(st, op);
@@ -350,13 +363,13 @@ void ensure_board(const Comm& comm, SetAccess& set) {
 // The whole op on the views given: the descriptions, the verdict, the reduction, the notice,
 // exchanged through the transport until every member has opened every peer's board, then on
 // the boards.
-Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
-                       SetAccess& set, bool* ran) {
+Status reduce_in_place(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec, SetAccess& set,
+                       bool* ran) {
   LocalAccess& access = *comm.local;
   ensure_board(comm, set);
-  const std::string& mine = describe_mine(in, out, set);
+  const std::string& mine = describe_mine(own.shown_in, own.shown_out, set);
   if (set.board && set.board->ready && set.board->fits(mine.size())) {
-    return reduce_on_board(comm, in, out, spec, mine, set, ran);
+    return reduce_on_board(comm, own, spec, mine, set, ran);
   }
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
@@ -367,12 +380,12 @@ Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const Re
     *bytes = mine.size();
     return all.data() + m * mine.size();
   };
-  open_views(comm, out, access, desc_of, set.board.get(), &views, &needs_cma, &opened);
+  open_views(comm, own.shown_out, access, desc_of, set.board.get(), &views, &needs_cma, &opened);
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   if (!use) return Status::ok();
   *ran = true;
-  const Status st = reduce_opened(comm, in, out, spec, views, needs_cma, opened);
+  const Status st = reduce_opened(comm, own, spec, views, needs_cma, opened);
   // Every member's output is complete, and no member reads any buffer again, only once every
   // member has written its chunk everywhere.
   Status agreed;
@@ -382,6 +395,13 @@ Status reduce_in_place(Comm& comm, const Pieces& in, const Pieces& out, const Re
                                      set.board && set.board->peers_open(), &agreed, &boards));
   if (boards) set.board->ready = true;
   return agreed;
+}
+
+// Copies every byte of `from` into `to` except member `me`'s chunk.
+void copy_other_chunks(const Pieces& from, const Pieces& to, const Chunks& ch, int me) {
+  from.copy_to(to, 0, ch.offset(me));
+  const size_t end = ch.offset(me) + ch.bytes(me);
+  from.copy_to(to, end, from.bytes() - end);
 }
 
 }  // namespace
@@ -403,10 +423,13 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
       access.stage_max_bytes = 0;
     }
   }
-  if (staged.bytes() == 0) return reduce_in_place(comm, in, out, spec, set, ran);
-  in.copy_to(staged);
-  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, staged, staged, spec, set, ran));
-  if (*ran) staged.copy_to(out);
+  if (staged.bytes() == 0) return reduce_in_place(comm, {in, out, in, out}, spec, set, ran);
+  // The peers read their chunks of this member's input from the stage and write their results
+  // there; this member reduces its own chunk from its input into its output directly.
+  const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
+  copy_other_chunks(in, staged, ch, comm.index);
+  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, {in, out, staged, staged}, spec, set, ran));
+  if (*ran) copy_other_chunks(staged, out, ch, comm.index);
   return Status::ok();
 }
 

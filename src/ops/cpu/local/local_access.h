@@ -46,7 +46,7 @@ struct LocalAccess {
   size_t stream_min_bytes = size_t{4} << 20;
   // Heap buffers up to this size are copied through `stage` (HVDC_LOCAL_STAGE_BYTES, 0: never),
   // a region of this rank's that its peers map, instead of being read through the kernel.
-  size_t stage_max_bytes = 4 << 20;
+  size_t stage_max_bytes = 16 << 20;
   void* stage = nullptr;   // mapped on first use
   size_t stage_bytes = 0;  // its length
 

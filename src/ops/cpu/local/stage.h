@@ -1,8 +1,9 @@
-// Small heap allreduces among ranks of one host go through a stage: each member copies its input
-// into a region of its own that the peers map (the same memory as hvd_mem_alloc's), the members
-// reduce the stages in place over the mappings, and each copies its result out. Two copies in user
-// space cost less than reading and writing the peers' heap through the kernel, whose fixed cost
-// per call (pinning the pages) dominates below about a megabyte (docs/performance.md).
+// Heap allreduces among ranks of one host, up to HVDC_LOCAL_STAGE_BYTES, go through a stage: a
+// region of the member's own that the peers map, shown to them in place of its buffers. The
+// peers read their chunks of its input there and write their results there; the member copies
+// those chunks in before the op and out after it, and reduces its own chunk from its buffers
+// directly. Copies in user space to and from mapped memory cost less than the kernel's copies,
+// which pin the peer's pages on every call (docs/memory.md).
 #pragma once
 
 #include "common/status.h"
