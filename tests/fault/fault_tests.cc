@@ -11,6 +11,8 @@
 //   exit              rank 1 calls exit(0) without hvd_shutdown;
 //   stop-negotiation  rank 1 stops itself (SIGSTOP) while the others wait in negotiation;
 //   stop-transfer     rank 1 stops itself while 64 MiB allreduces run;
+//   kill-staged, stop-staged  the same while 4 MiB allreduces run (heap buffers of one host's
+//                     ranks: through the stages, where 64 MiB goes through the kernel);
 //   abort             rank 2 calls hvd_abort;
 //   never-submits     rank 1 never submits a tensor the others submit (the job goes on).
 // A dead peer must be reported within 10 s with the default settings; a stopped one within
@@ -37,19 +39,19 @@ using hvdc_test::make_tensor;
 struct Case {
   const char* name;
   int culprit;
-  bool transfer;   // the survivors run 64 MiB allreduces (else small ones)
+  size_t floats;   // elements of the survivors' float32 allreduces: 64 MiB, 4 MiB or 64 bytes
   double bound_s;  // time to error allowed from T; < 0: from an environment setting (below)
   bool ends_work;  // the engine's work ends (else only the one tensor fails)
 };
 
+constexpr size_t kSmall = 16, kStaged = size_t{1} << 20, kTransfer = size_t{16} << 20;
+
 const Case kCases[] = {
-    {"kill-negotiation", 1, false, 10, true},
-    {"kill-transfer", 1, true, 10, true},
-    {"exit", 1, false, 10, true},
-    {"stop-negotiation", 1, false, -1, true},
-    {"stop-transfer", 1, true, -1, true},
-    {"abort", 2, false, 5, true},
-    {"never-submits", 1, false, -2, false},
+    {"kill-negotiation", 1, kSmall, 10, true}, {"kill-transfer", 1, kTransfer, 10, true},
+    {"kill-staged", 1, kStaged, 10, true},     {"exit", 1, kSmall, 10, true},
+    {"stop-negotiation", 1, kSmall, -1, true}, {"stop-transfer", 1, kTransfer, -1, true},
+    {"stop-staged", 1, kStaged, -1, true},     {"abort", 2, kSmall, 5, true},
+    {"never-submits", 1, kSmall, -2, false},
 };
 
 int g_rank = -1;  // hvd_rank() is -1 after hvd_shutdown
@@ -107,7 +109,12 @@ std::vector<int64_t> all_pids() {
 }
 
 size_t element_count(const Case& c) {
-  return c.transfer ? (size_t{16} << 20) : 16;  // 64 MiB of float32, or 64 bytes
+  return c.floats;
+}
+
+// The culprit takes part in the allreduces until its fault.
+bool during_transfers(const Case& c) {
+  return c.floats > kSmall;
 }
 
 // Allreduces (those the culprit never joins) until one fails or `limit_s` passes.
@@ -188,7 +195,7 @@ void resumed_culprit(int* failures) {
 }
 
 void stopper(const Case& c, int64_t t_ns, int* failures) {
-  if (!c.transfer) {
+  if (!during_transfers(c)) {
     sleep_until(t_ns);
     kill(getpid(), SIGSTOP);
   } else {
@@ -209,7 +216,7 @@ void killer(const Case& c, int64_t t_ns) {
     if (std::strcmp(c.name, "exit") == 0) std::exit(0);  // no hvd_shutdown
     kill(getpid(), SIGKILL);
   });
-  if (c.transfer) allreduce_until_failure(element_count(c), 30);
+  if (during_transfers(c)) allreduce_until_failure(element_count(c), 30);
   doer.join();  // never returns: the process ends at T
 }
 
