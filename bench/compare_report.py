@@ -116,8 +116,9 @@ def collect(raw):
             collect_bench(series, "mh_", m.group(1), path, i)
         elif name.startswith("limit-"):
             for row in read_json(path)["rows"]:
-                for key in ("limit_busbw", "reduce_busbw", "reduce_nt_busbw", "stream_gbps",
-                            "stream_busbw_bound", "cma_busbw"):
+                for key in ("limit_busbw", "reduce_busbw", "reduce_nt_busbw",
+                            "reduce_blocked_busbw", "stream_gbps", "stream_busbw_bound",
+                            "cma_busbw"):
                     if key in row:
                         series.add(key, row["bytes"], i, row[key])
         elif m := re.match(r"model-(\w+?)-(ob1|ucx)-", name):
@@ -317,8 +318,9 @@ def markdown(machine, table, runs, skipped, failures, steadiness=None):
              "- busbw = algbw x 2(n-1)/n. hvdc is `hvdc_bench` (MPI only bootstraps it); Open MPI "
              "is `hvdc_bench --mpi-only` under `--mca pml ob1` and under `--mca pml ucx --mca "
              "pml_ucx_tls any --mca pml_ucx_devices any`. The limit is `shm_limit`: two "
-             "processes reduce halves of one shared segment in place, the better of normal and "
-             "non-temporal stores, as busbw; its cma figure is the same with private buffers "
+             "processes reduce halves of one shared segment in place, the best of one pass with "
+             "normal stores, one with non-temporal stores and 16 KiB blocks reduced then copied, "
+             "as busbw; its cma figure is the same with private buffers "
              "reached through process_vm_readv/writev, the limit for heap buffers.", ""]
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
