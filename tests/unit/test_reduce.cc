@@ -27,6 +27,7 @@ using hvdc::common::dtype_name;
 using hvdc::common::dtype_size;
 using hvdc::common::reduce_op_name;
 using hvdc::ops::cpu::reduce;
+using hvdc::ops::cpu::reduce_into_both;
 
 // ---- Reference element-wise reduction -------------------------------------------------------
 
@@ -166,6 +167,39 @@ TEST(ReduceTest, LargeBuffers) {
   Rng rng(5);
   for (int32_t dtype : kAllDtypes) {
     for (int32_t op : kAllOps) check_reduce(dtype, op, 50001, Alias::kNone, rng);
+  }
+}
+
+// reduce_into_both(): x and y both end with x op y (x the first operand), every dtype it takes;
+// float16 is refused and left untouched.
+TEST(ReduceTest, IntoBothMatchesTheReferenceInBothBuffers) {
+  Rng rng(7);
+  for (int32_t dtype : kAllDtypes) {
+    for (int32_t op : kAllOps) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{50001}}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduce_op_name(op) +
+                     " n=" + std::to_string(n));
+        const size_t sz = dtype_size(dtype);
+        Bytes x(n * sz + 1, 0xAB), y(n * sz + 1, 0xCD), want(n * sz + 1);
+        fill_random(dtype, x.data(), n, rng);
+        fill_random(dtype, y.data(), n, rng);
+        put_edge_pairs(dtype, x.data(), y.data(), n);
+        const Bytes x0 = x, y0 = y;
+        for (size_t i = 0; i < n; ++i) ref_elem(dtype, op, &x[i * sz], &y[i * sz], &want[i * sz]);
+        const bool done = reduce_into_both(x.data(), y.data(), n, dtype, op);
+        if (dtype == HVD_FLOAT16) {
+          EXPECT_FALSE(done);
+          EXPECT_EQ(x, x0);
+          EXPECT_EQ(y, y0);
+          continue;
+        }
+        ASSERT_TRUE(done);
+        expect_elems(dtype, x0, x, want, n);
+        expect_elems(dtype, x0, y, want, n);
+        EXPECT_EQ(x[n * sz], 0xAB) << "wrote past the end of x";
+        EXPECT_EQ(y[n * sz], 0xCD) << "wrote past the end of y";
+      }
+    }
   }
 }
 

@@ -224,13 +224,29 @@ const char* own_source(const Comm& comm, const Pieces& in, bool in_place, const 
   return slot;
 }
 
+// Two members, each in place with nothing left to finish: the sum goes into both buffers in one
+// pass, two stores per element (LocalAccess::one_pass_max_bytes says up to which op size).
+// False where it does not apply.
+bool reduce_into_both_in_place(const Comm& comm, const Segment& s,
+                               const std::vector<const char*>& src, const std::vector<char*>& outs,
+                               size_t esize, const ReduceSpec& spec) {
+  const int me = comm.index, peer = 1 - me;
+  if (comm.size() != 2 || spec.divisor > 1 || spec.postscale != 1.0) return false;
+  if (src[me] != s.addr || src[peer] != outs[peer]) return false;  // not in place on both sides
+  char* first = me == 0 ? s.addr : outs[0];
+  char* second = me == 0 ? outs[1] : s.addr;
+  return reduce_into_both(first, second, s.bytes / esize, spec.dtype, spec.op);
+}
+
 // Where every peer's output of segment s is mapped here: reduces the segment into s.addr and
 // copies it to the peers' outputs a block at a time, each block while it is still in the first
 // level cache, so that the peers' copies cost no second pass through memory (the sum's
-// segment is larger than that cache). Returns false, touching nothing, if some output is not
+// segment is larger than that cache); with `one_pass`, two members in place use one pass
+// instead (reduce_into_both_in_place). Returns false, touching nothing, if some output is not
 // mapped (the kernel's copies are worth their call only by the segment).
 bool reduce_into_mapped(const Comm& comm, const Segment& s, const std::vector<PeerViews>& views,
-                        const std::vector<const char*>& src, size_t esize, const ReduceSpec& spec) {
+                        const std::vector<const char*>& src, size_t esize, const ReduceSpec& spec,
+                        bool one_pass) {
   const int n = comm.size();
   std::vector<char*>& outs = comm.local->mapped_outputs;
   outs.assign(n, nullptr);
@@ -239,6 +255,7 @@ bool reduce_into_mapped(const Comm& comm, const Segment& s, const std::vector<Pe
     outs[m] = const_cast<char*>(views[m].out.mapped(s.offset, s.bytes));
     if (outs[m] == nullptr) return false;
   }
+  if (one_pass && reduce_into_both_in_place(comm, s, src, outs, esize, spec)) return true;
   const size_t block = std::max(esize, comm.local->block_bytes - comm.local->block_bytes % esize);
   for (size_t at = 0; at < s.bytes; at += block) {
     const size_t bytes = std::min(block, s.bytes - at);
@@ -276,6 +293,7 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   // instead. In place the lines were just read, so normal stores cost nothing extra; and where
   // some buffer is reached through the kernel, streaming measured slower (docs/performance.md).
   const bool stream = mapped && !in_place && out.bytes() >= comm.local->stream_min_bytes;
+  const bool one_pass = out.bytes() <= comm.local->one_pass_max_bytes;
   std::vector<char>& scratch = comm.local->sum;
   if (stream && scratch.size() < limits.max_direct) scratch.resize(limits.max_direct);
   std::vector<const char*> src(n);
@@ -291,7 +309,7 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
         src[m] = slot;
       }
     }
-    if (!stream && reduce_into_mapped(comm, s, views, src, ch.esize, spec)) {
+    if (!stream && reduce_into_mapped(comm, s, views, src, ch.esize, spec, one_pass)) {
       if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
       continue;
     }

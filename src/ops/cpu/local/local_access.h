@@ -40,6 +40,10 @@ struct LocalAccess {
   // of this many bytes at a time: half a first-level data cache (32 KiB on the x86 and Arm
   // cores this runs on), so that the copies read the sum from it.
   size_t block_bytes = 16 << 10;
+  // Two members in place reduce mapped segments in one pass storing to both buffers up to this op
+  // size: 1.1-1.5x the blocks at 256 KiB-4 MiB here, a tie at 16-64 MiB, half their speed at 256
+  // MiB (docs/performance.md).
+  size_t one_pass_max_bytes = size_t{16} << 20;
   // Out of place on mapped buffers, results are streamed past the cache from this op size on:
   // below it the members' inputs and outputs together fit the 8 MiB last-level cache of the VM
   // this was measured on, and streaming lost there (docs/performance.md).

@@ -213,9 +213,6 @@ struct ClonedRunner {
   }
 };
 
-template <class T>
-using PlainRunner = ClonedRunner<Plain<T>>;
-
 struct HalfRunner {
   template <class Op>
   static void run(void* d, const void* a, const void* b, size_t n) {
@@ -252,36 +249,94 @@ void reduce_bool(void* dst, const void* a, const void* b, size_t n, int32_t op) 
   }
 }
 
+// Both operands take the result: two stores per element, one pass over memory.
+template <class K, class Op>
+HVDC_CLONES void both_loop(void* x, void* y, size_t n) {
+  using S = typename K::S;
+  S* __restrict a = static_cast<S*>(x);
+  S* __restrict b = static_cast<S*>(y);
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (size_t j = 0; j < kBlock; ++j) {
+      const S v = combine<K, Op>(a[i + j], b[i + j]);
+      a[i + j] = v;
+      b[i + j] = v;
+    }
+  }
+  for (; i < n; ++i) {
+    const S v = combine<K, Op>(a[i], b[i]);
+    a[i] = v;
+    b[i] = v;
+  }
+}
+
+template <class K>
+void both_numeric(void* x, void* y, size_t n, int32_t op) {
+  switch (op) {
+    case HVD_OP_MIN:
+      return both_loop<K, Min>(x, y, n);
+    case HVD_OP_MAX:
+      return both_loop<K, Max>(x, y, n);
+    case HVD_OP_PRODUCT:
+      return both_loop<K, Product>(x, y, n);
+    default:
+      return both_loop<K, Sum>(x, y, n);  // SUM and AVERAGE, as reduce_numeric
+  }
+}
+
+bool both_bool(void* x, void* y, size_t n, int32_t op) {
+  if (op == HVD_OP_PRODUCT || op == HVD_OP_MIN) {
+    both_loop<Plain<uint8_t>, And>(x, y, n);
+  } else {
+    both_loop<Plain<uint8_t>, Or>(x, y, n);  // as reduce_bool
+  }
+  return true;
+}
+
+// Calls fn(K{}) with the codec K of dtype's elements and returns true, for every dtype whose
+// loop is one cloned template per codec; false for float16, bool and unknown values.
+template <class Fn>
+bool with_codec(int32_t dtype, Fn fn) {
+  switch (dtype) {
+    case HVD_UINT8:
+      return fn(Plain<uint8_t>{}), true;
+    case HVD_INT8:
+      return fn(Plain<int8_t>{}), true;
+    case HVD_UINT16:
+      return fn(Plain<uint16_t>{}), true;
+    case HVD_INT16:
+      return fn(Plain<int16_t>{}), true;
+    case HVD_INT32:
+      return fn(Plain<int32_t>{}), true;
+    case HVD_INT64:
+      return fn(Plain<int64_t>{}), true;
+    case HVD_FLOAT32:
+      return fn(Plain<float>{}), true;
+    case HVD_FLOAT64:
+      return fn(Plain<double>{}), true;
+    case HVD_BFLOAT16:
+      return fn(Bf16Codec{}), true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
+
+bool reduce_into_both(void* x, void* y, size_t count, int32_t dtype, int32_t op) {
+  if (dtype == HVD_BOOL) return both_bool(x, y, count, op);
+  return with_codec(dtype, [&](auto codec) {
+    both_numeric<decltype(codec)>(x, y, count, op);
+  });  // float16 and unknown values: false
+}
 
 void reduce(void* dst, const void* a, const void* b, size_t count, int32_t dtype, int32_t op) {
   if (count == 0) return;
-  switch (dtype) {
-    case HVD_UINT8:
-      return reduce_numeric<PlainRunner<uint8_t>>(dst, a, b, count, op);
-    case HVD_INT8:
-      return reduce_numeric<PlainRunner<int8_t>>(dst, a, b, count, op);
-    case HVD_UINT16:
-      return reduce_numeric<PlainRunner<uint16_t>>(dst, a, b, count, op);
-    case HVD_INT16:
-      return reduce_numeric<PlainRunner<int16_t>>(dst, a, b, count, op);
-    case HVD_INT32:
-      return reduce_numeric<PlainRunner<int32_t>>(dst, a, b, count, op);
-    case HVD_INT64:
-      return reduce_numeric<PlainRunner<int64_t>>(dst, a, b, count, op);
-    case HVD_FLOAT16:
-      return reduce_numeric<HalfRunner>(dst, a, b, count, op);
-    case HVD_FLOAT32:
-      return reduce_numeric<PlainRunner<float>>(dst, a, b, count, op);
-    case HVD_FLOAT64:
-      return reduce_numeric<PlainRunner<double>>(dst, a, b, count, op);
-    case HVD_BOOL:
-      return reduce_bool(dst, a, b, count, op);
-    case HVD_BFLOAT16:
-      return reduce_numeric<ClonedRunner<Bf16Codec>>(dst, a, b, count, op);
-    default:
-      return;
-  }
+  if (dtype == HVD_FLOAT16) return reduce_numeric<HalfRunner>(dst, a, b, count, op);
+  if (dtype == HVD_BOOL) return reduce_bool(dst, a, b, count, op);
+  with_codec(dtype, [&](auto codec) {
+    reduce_numeric<ClonedRunner<decltype(codec)>>(dst, a, b, count, op);
+  });
 }
 
 }  // namespace hvdc::ops::cpu

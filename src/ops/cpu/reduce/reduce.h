@@ -22,6 +22,12 @@ namespace hvdc::ops::cpu {
 // NaN), and -0 < +0. Sums and products follow IEEE; a NaN result is always quiet.
 void reduce(void* dst, const void* a, const void* b, size_t count, int32_t dtype, int32_t op);
 
+// x[i] = y[i] = x[i] (op) y[i] for i < count: one pass that stores the result into both
+// operands, x the first (the member order decides the bits of a NaN's payload). x and y must not
+// overlap. Every dtype but float16 (whose kernel converts through scratch blocks); returns false,
+// touching nothing, for float16 and for values reduce() does not take.
+bool reduce_into_both(void* x, void* y, size_t count, int32_t dtype, int32_t op);
+
 // dst[i] = src[i] * factor; dst may alias src. Integers: multiply in double, round to nearest
 // (ties to even), saturate to the type's range (a NaN product gives 0; int64 values beyond 2^53
 // are rounded when converted to double). float16/bfloat16: widen to float32, multiply by
