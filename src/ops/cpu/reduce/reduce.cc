@@ -227,26 +227,35 @@ struct HalfRunner {
   }
 };
 
-template <class Runner>
-void reduce_numeric(void* dst, const void* a, const void* b, size_t n, int32_t op) {
+// Calls fn(Op{}) with the Op of a numeric reduction (AVERAGE reduces like SUM).
+template <class Fn>
+void with_op(int32_t op, Fn fn) {
   switch (op) {
     case HVD_OP_MIN:
-      return Runner::template run<Min>(dst, a, b, n);
+      return fn(Min{});
     case HVD_OP_MAX:
-      return Runner::template run<Max>(dst, a, b, n);
+      return fn(Max{});
     case HVD_OP_PRODUCT:
-      return Runner::template run<Product>(dst, a, b, n);
+      return fn(Product{});
     default:
-      return Runner::template run<Sum>(dst, a, b, n);  // SUM and AVERAGE
+      return fn(Sum{});  // SUM and AVERAGE
   }
 }
 
+// The same for bool bytes: PRODUCT and MIN are AND; SUM, MAX and AVERAGE are OR.
+template <class Fn>
+void with_bool_op(int32_t op, Fn fn) {
+  if (op == HVD_OP_PRODUCT || op == HVD_OP_MIN) return fn(And{});
+  fn(Or{});
+}
+
+template <class Runner>
+void reduce_numeric(void* dst, const void* a, const void* b, size_t n, int32_t op) {
+  with_op(op, [&](auto o) { Runner::template run<decltype(o)>(dst, a, b, n); });
+}
+
 void reduce_bool(void* dst, const void* a, const void* b, size_t n, int32_t op) {
-  if (op == HVD_OP_PRODUCT || op == HVD_OP_MIN) {
-    reduce_loop<Plain<uint8_t>, And>(dst, a, b, n);
-  } else {
-    reduce_loop<Plain<uint8_t>, Or>(dst, a, b, n);  // SUM, MAX and AVERAGE
-  }
+  with_bool_op(op, [&](auto o) { reduce_loop<Plain<uint8_t>, decltype(o)>(dst, a, b, n); });
 }
 
 // Both operands take the result: two stores per element, one pass over memory.
@@ -268,29 +277,6 @@ HVDC_CLONES void both_loop(void* x, void* y, size_t n) {
     a[i] = v;
     b[i] = v;
   }
-}
-
-template <class K>
-void both_numeric(void* x, void* y, size_t n, int32_t op) {
-  switch (op) {
-    case HVD_OP_MIN:
-      return both_loop<K, Min>(x, y, n);
-    case HVD_OP_MAX:
-      return both_loop<K, Max>(x, y, n);
-    case HVD_OP_PRODUCT:
-      return both_loop<K, Product>(x, y, n);
-    default:
-      return both_loop<K, Sum>(x, y, n);  // SUM and AVERAGE, as reduce_numeric
-  }
-}
-
-bool both_bool(void* x, void* y, size_t n, int32_t op) {
-  if (op == HVD_OP_PRODUCT || op == HVD_OP_MIN) {
-    both_loop<Plain<uint8_t>, And>(x, y, n);
-  } else {
-    both_loop<Plain<uint8_t>, Or>(x, y, n);  // as reduce_bool
-  }
-  return true;
 }
 
 // Calls fn(K{}) with the codec K of dtype's elements and returns true, for every dtype whose
@@ -324,9 +310,12 @@ bool with_codec(int32_t dtype, Fn fn) {
 }  // namespace
 
 bool reduce_into_both(void* x, void* y, size_t count, int32_t dtype, int32_t op) {
-  if (dtype == HVD_BOOL) return both_bool(x, y, count, op);
+  if (dtype == HVD_BOOL) {
+    with_bool_op(op, [&](auto o) { both_loop<Plain<uint8_t>, decltype(o)>(x, y, count); });
+    return true;
+  }
   return with_codec(dtype, [&](auto codec) {
-    both_numeric<decltype(codec)>(x, y, count, op);
+    with_op(op, [&](auto o) { both_loop<decltype(codec), decltype(o)>(x, y, count); });
   });  // float16 and unknown values: false
 }
 
