@@ -19,6 +19,10 @@ namespace hvdc::common {
 
 class WireWriter {
  public:
+  WireWriter() = default;
+  // Writes into `reuse`'s storage (emptied first), so that a message encoded again and again
+  // keeps one allocation.
+  explicit WireWriter(std::string reuse) : out_(std::move(reuse)) { out_.clear(); }
   void reserve(size_t bytes) { out_.reserve(bytes); }
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void i32(int32_t v) { raw(&v, sizeof(v)); }

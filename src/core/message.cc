@@ -262,8 +262,8 @@ std::string encode(const ResponseList& list) {
   return out.take();
 }
 
-std::string encode(const RoundMessage& msg) {
-  WireWriter out;
+std::string encode(const RoundMessage& msg, std::string reuse) {
+  WireWriter out(std::move(reuse));
   size_t input_bytes = 0;
   for (const RoundInput& input : msg.inputs) input_bytes += 12 + input.size;
   out.reserve(512 + input_bytes);  // a warm step's round (a few sets' bits) in one allocation

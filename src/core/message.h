@@ -172,7 +172,8 @@ struct StallReport {
 
 std::string encode(const RequestList& list);
 std::string encode(const ResponseList& list);
-std::string encode(const RoundMessage& msg);
+// Into `reuse`'s storage (the last message's encoding, say).
+std::string encode(const RoundMessage& msg, std::string reuse = {});
 std::string encode(const Terminate& msg);
 std::string encode(const StallReport& msg);
 std::string encode(const TreeMessage& msg);

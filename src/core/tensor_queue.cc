@@ -73,6 +73,9 @@ void TensorQueue::insert_locked(TensorEntry entry) {
 
 std::vector<Request> TensorQueue::pop_new() {
   std::vector<Request> out;
+  // Every pass of the engine asks; most find nothing, and need not take the callers' mutex for
+  // that. A push in progress (the flag not stored yet) is taken by the next pass.
+  if (!fresh_waiting_.load()) return out;
   std::lock_guard<std::mutex> lock(mutex_);
   out.reserve(fresh_.size());
   for (const Key& key : fresh_) {

@@ -60,6 +60,7 @@ void PeerRegions::trim(size_t limit) {
     if (!it->second.used && !it->second.pinned) {
       munmap(it->second.base, it->second.bytes);
       it = maps_.erase(it);
+      ++generation_;
     } else {
       it->second.used = false;
       ++it;

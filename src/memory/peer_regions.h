@@ -29,6 +29,8 @@ class PeerRegions {
   // regions a peer freed stay mapped until then.
   void trim(size_t limit);
   size_t mapped_count() const { return maps_.size(); }
+  // Changes whenever trim() unmaps something: what was mapped before may be gone.
+  uint64_t generation() const { return generation_; }
 
  private:
   struct Mapping {
@@ -38,6 +40,7 @@ class PeerRegions {
     bool pinned;
   };
   std::map<std::pair<pid_t, uint64_t>, Mapping> maps_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace hvdc::memory

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -27,6 +28,7 @@ struct Registry {
   std::mutex mutex;
   std::map<uintptr_t, Region> regions;
   uint64_t next_id = 1;
+  std::atomic<uint64_t> generation{0};  // read without the mutex
 };
 
 Registry& registry() {
@@ -76,6 +78,7 @@ Status allocate_region(size_t bytes, void** out) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.regions[reinterpret_cast<uintptr_t>(base)] = Region{r.next_id++, fd, bytes, mapped};
+  r.generation.fetch_add(1);
   *out = base;
   return Status::ok();
 }
@@ -92,6 +95,7 @@ Status free_region(void* base) {
     }
     region = it->second;
     r.regions.erase(it);
+    r.generation.fetch_add(1);
   }
   munmap(base, region.mapped);
   close(region.fd);
@@ -122,6 +126,10 @@ bool locate_in_region(const void* addr, size_t bytes, RegionRef* ref) {
   ref->offset = a - it->first;
   ref->mapped_bytes = it->second.mapped;
   return true;
+}
+
+uint64_t regions_generation() {
+  return registry().generation.load();
 }
 
 }  // namespace hvdc::memory

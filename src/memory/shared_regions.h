@@ -30,5 +30,8 @@ Status free_region(void* base);
 bool region_of(const void* ptr, void** base, size_t* bytes);
 // Fills *ref when [addr, addr + bytes) lies inside one region; false otherwise.
 bool locate_in_region(const void* addr, size_t bytes, RegionRef* ref);
+// Changes whenever a region is allocated or freed: a buffer located before may have moved into
+// or out of a region since.
+uint64_t regions_generation();
 
 }  // namespace hvdc::memory

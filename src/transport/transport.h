@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -57,8 +58,9 @@ class Transport {
   // as waited for (waited_peers). Nothing is in flight, so a failure leaves nothing to quiesce.
   virtual Status wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) = 0;
 
-  // Control messages: sent without waiting (the bytes are kept until delivered).
-  virtual Status send_message(int peer, Tag tag, std::string bytes) = 0;
+  // Control messages: sent without waiting (the transport copies the bytes if it must keep
+  // them until delivered).
+  virtual Status send_message(int peer, Tag tag, std::string_view bytes) = 0;
   // Takes one complete message whose tag matches (tag & mask) == (want & mask), if one arrived.
   virtual bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) = 0;
 

@@ -46,8 +46,8 @@ class FakeTransport : public hvdc::transport::Transport {
                     const hvdc::transport::Interrupt&) override {
     return unsupported();
   }
-  Status send_message(int peer, Tag tag, std::string bytes) override {
-    net_->inbox[peer].push_back({tag, std::move(bytes)});
+  Status send_message(int peer, Tag tag, std::string_view bytes) override {
+    net_->inbox[peer].push_back({tag, std::string(bytes)});
     return Status::ok();
   }
   bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) override {

@@ -98,6 +98,12 @@ class Negotiation {
   void add_remote_requests(int from, RequestList list);
   bool take_coordinated(SetState& set, Clock::time_point now);
   // rounds.cc
+  using Inbox = std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>>;
+  using RoundNode = Inbox::node_type;
+  const std::shared_ptr<std::string>& free_receive_buffer();
+  std::unique_ptr<RoundMessage> fresh_message();
+  std::vector<std::unique_ptr<RoundMessage>>& round_slots(uint64_t round);
+  void recycle(RoundNode node);
   std::unique_ptr<RoundMessage> build_round_message();
   // The message's inputs keep `bytes` alive.
   Status decode_round_message(std::shared_ptr<const std::string> bytes, RoundMessage* msg) const;
@@ -133,13 +139,17 @@ class Negotiation {
   bool round_wanted_ = false;  // something new to announce
   std::chrono::steady_clock::time_point round_started_;  // when this rank's message went out
   std::chrono::steady_clock::time_point last_round_done_;
-  std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>> inbox_;
+  Inbox inbox_;
+  // Completed rounds' messages and inbox entry, kept with their storage (recycle()).
+  std::vector<std::unique_ptr<RoundMessage>> spare_messages_;
+  RoundNode spare_round_;
   std::unique_ptr<TreeRounds> tree_;  // rounds up and down a tree; null: all-to-all
   struct AgreeBits {
     std::vector<uint64_t> hits, wanted, invalid;
   } agree_bits_;  // agree_cached()'s, reused
-  // progress_rounds()' receive buffer, reused unless a message's inputs still view it.
-  std::shared_ptr<std::string> round_bytes_;
+  // progress_rounds()' receive buffers (free_receive_buffer()).
+  std::vector<std::shared_ptr<std::string>> receive_buffers_;
+  std::string round_out_;     // this rank's last round message, encoded (its storage is reused)
   bool tree_probed_ = false;  // the round in progress probed the ranks it lacks
   std::chrono::steady_clock::time_point next_stall_check_;
   bool warned_eviction_ = false;

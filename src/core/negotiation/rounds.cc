@@ -37,24 +37,34 @@ Status Negotiation::decode_round_message(std::shared_ptr<const std::string> byte
   return Status::ok();
 }
 
+// A receive buffer that no message's inputs view. Buffers are kept with their storage, so that a
+// warm step's round message is received with no allocation; a round's inputs hold theirs
+// until the ops that use them ran, hence a few of them.
+const std::shared_ptr<std::string>& Negotiation::free_receive_buffer() {
+  constexpr size_t kKept = 4;
+  for (const auto& buffer : receive_buffers_) {
+    if (buffer.use_count() == 1) return buffer;
+  }
+  if (receive_buffers_.size() == kKept) receive_buffers_.pop_back();
+  receive_buffers_.insert(receive_buffers_.begin(), std::make_shared<std::string>());
+  return receive_buffers_.front();
+}
+
 bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_point now) {
   if (tree_) return progress_tree_rounds(agreed, now);
   bool busy = false;
   transport::Tag tag;
   for (;;) {
-    // Kept while no inputs view it: a warm step's round message fits its capacity.
-    if (!round_bytes_ || round_bytes_.use_count() > 1) {
-      round_bytes_ = std::make_shared<std::string>();
-    }
+    const std::shared_ptr<std::string>& bytes = free_receive_buffer();
     if (!ctx_.transport ||
         !ctx_.transport->poll_message(make_tag(TagKind::kRound, 0, 0), transport::kTagKindMask,
-                                      &tag, round_bytes_.get())) {
+                                      &tag, bytes.get())) {
       break;
     }
     busy = true;
-    auto msg = std::make_unique<RoundMessage>();
+    std::unique_ptr<RoundMessage> msg = fresh_message();
     const int from = transport::tag_source(tag);
-    Status st = decode_round_message(round_bytes_, msg.get());
+    Status st = decode_round_message(bytes, msg.get());
     if (!st.is_ok() || msg->round <= round_) {
       // A lost or garbled round would leave the ranks disagreeing on what to run.
       ctx_.fail((st.is_ok() ? common::make_error(HVD_ERR_INTERNAL, "stale round %llu",
@@ -63,9 +73,7 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_poin
                     .with_context(common::strfmt("round message from rank %d", from)));
       return true;
     }
-    auto& slot = inbox_[msg->round];
-    slot.resize(config_.size);
-    slot[from] = std::move(msg);
+    round_slots(msg->round)[from] = std::move(msg);
   }
   if (!running()) return busy;
   const bool peer_started = inbox_.count(round_ + 1) != 0;
@@ -88,8 +96,10 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_poin
 
 // This rank's message for the next round: what it has to announce now.
 std::unique_ptr<RoundMessage> Negotiation::build_round_message() {
-  auto mine = std::make_unique<RoundMessage>();
+  std::unique_ptr<RoundMessage> mine = fresh_message();
   mine->round = round_ + 1;
+  mine->sets.clear();
+  mine->joined = 0;
   for (auto& [id, set] : *ctx_.sets) {
     CacheBits bits = announce_cache_bits(*set);
     if (!bits.hits.empty() || !bits.invalid.empty()) mine->sets.push_back(std::move(bits));
@@ -109,15 +119,13 @@ void Negotiation::send_round_message() {
   std::unique_ptr<RoundMessage> mine = build_round_message();
   round_started_ = std::chrono::steady_clock::now();
   const uint64_t round = mine->round;
-  const std::string encoded = ctx_.transport ? encode(*mine) : std::string();
+  if (ctx_.transport) round_out_ = encode(*mine, std::move(round_out_));
   // In the inbox before anything can fail: a round is complete only with a message per rank.
-  auto& slot = inbox_[round];
-  slot.resize(config_.size);
-  slot[config_.rank] = std::move(mine);
+  round_slots(round)[config_.rank] = std::move(mine);
   for (int p = 0; ctx_.transport && p < config_.size; ++p) {
     if (p == config_.rank) continue;
     Status st =
-        ctx_.transport->send_message(p, make_tag(TagKind::kRound, config_.rank, round), encoded);
+        ctx_.transport->send_message(p, make_tag(TagKind::kRound, config_.rank, round), round_out_);
     if (!st.is_ok()) {
       ctx_.fail(st.with_context("sending a round message"));
       return;
@@ -215,6 +223,47 @@ void Negotiation::complete_round(std::deque<Response>* agreed) {
   ctx_.tracer->queued(list);
   for (Response& r : fuse_responses(std::move(list), config_.fusion_threshold)) {
     agreed->push_back(std::move(r));
+  }
+  recycle(std::move(node));
+}
+
+// A message to fill: a completed round's, with its storage, where one is kept.
+std::unique_ptr<RoundMessage> Negotiation::fresh_message() {
+  if (spare_messages_.empty()) return std::make_unique<RoundMessage>();
+  std::unique_ptr<RoundMessage> msg = std::move(spare_messages_.back());
+  spare_messages_.pop_back();
+  return msg;
+}
+
+// The inbox entry of round `round`, a slot per rank.
+std::vector<std::unique_ptr<RoundMessage>>& Negotiation::round_slots(uint64_t round) {
+  auto it = inbox_.find(round);
+  if (it != inbox_.end()) return it->second;
+  if (spare_round_.empty()) {
+    it = inbox_.emplace(round, std::vector<std::unique_ptr<RoundMessage>>()).first;
+  } else {
+    spare_round_.key() = round;
+    it = inbox_.insert(std::move(spare_round_)).position;
+  }
+  it->second.resize(config_.size);
+  return it->second;
+}
+
+// Keeps a completed round's inbox entry and messages for the next rounds, so that a warm step's
+// round allocates neither. What a message views or negotiated goes now (inputs keep the
+// received bytes alive); decode() overwrites the rest.
+void Negotiation::recycle(RoundNode node) {
+  for (std::unique_ptr<RoundMessage>& m : node.mapped()) {
+    if (!m) continue;
+    m->inputs.clear();
+    m->responses.responses.clear();
+    if (spare_messages_.size() < static_cast<size_t>(2 * config_.size)) {
+      spare_messages_.push_back(std::move(m));
+    }
+    m.reset();
+  }
+  if (!tree_ && node.mapped().size() == static_cast<size_t>(config_.size)) {
+    spare_round_ = std::move(node);
   }
 }
 

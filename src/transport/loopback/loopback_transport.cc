@@ -32,7 +32,7 @@ class LoopbackTransport final : public Transport {
   Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) override;
   Status wait(Request* reqs, size_t count, const Interrupt& interrupt) override;
   Status wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) override;
-  Status send_message(int peer, Tag tag, std::string bytes) override;
+  Status send_message(int peer, Tag tag, std::string_view bytes) override;
   bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) override;
   Status check_peers() const override;
   std::vector<int> waited_peers() const override;
@@ -219,7 +219,7 @@ void LoopbackTransport::quiesce() {
   if (broken_ || fabric_->first_failed_peer(options_.rank) >= 0) cancel_all();
 }
 
-Status LoopbackTransport::send_message(int peer, Tag tag, std::string bytes) {
+Status LoopbackTransport::send_message(int peer, Tag tag, std::string_view bytes) {
   if (peer < 0 || peer >= options_.size || peer == options_.rank) {
     return make_error(HVD_ERR_INTERNAL, "rank %d: control message to rank %d (of %d)",
                       options_.rank, peer, options_.size);

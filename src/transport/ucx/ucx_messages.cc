@@ -13,23 +13,41 @@
 
 namespace hvdc::transport::ucx {
 
-Status UcxTransport::send_message(int peer, Tag tag, std::string bytes) {
+// The bytes go to an entry of the outbox, which keeps them until UCX is done with them. Most
+// control messages leave within the call (UCX copies them into its own buffers); their entry,
+// storage included, goes back to the spares for the next message.
+Status UcxTransport::send_message(int peer, Tag tag, std::string_view bytes) {
   if (peer_status_[peer] != UCS_OK) return peer_failure(peer);
-  outbox_.push_back(Outgoing{std::move(bytes), nullptr});
+  if (spare_.empty()) {
+    outbox_.emplace_back();
+  } else {
+    outbox_.splice(outbox_.end(), spare_, spare_.begin());
+  }
   Outgoing& out = outbox_.back();
+  out.bytes.assign(bytes.data(), bytes.size());
+  out.request = nullptr;
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp =
       ucp_tag_send_nbx(eps_[peer], out.bytes.data(), out.bytes.size(), tag, &param);
-  if (UCS_PTR_IS_ERR(sp)) {
-    outbox_.pop_back();
-    return ucx_error("ucp_tag_send_nbx (control)", UCS_PTR_STATUS(sp));
+  if (UCS_PTR_IS_ERR(sp) || sp == nullptr) {
+    release_outgoing(std::prev(outbox_.end()));
+    if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_send_nbx (control)", UCS_PTR_STATUS(sp));
+    return Status::ok();
   }
-  if (sp == nullptr) {
-    outbox_.pop_back();
-  } else {
-    out.request = sp;
-  }
+  out.request = sp;
   return Status::ok();
+}
+
+// Keeps a few entries with their storage for the next messages.
+void UcxTransport::release_outgoing(std::list<Outgoing>::iterator it) {
+  constexpr size_t kSpares = 8;
+  constexpr size_t kSpareBytes = 64 << 10;  // larger messages do not pin their storage
+  if (spare_.size() >= kSpares) {
+    outbox_.erase(it);
+    return;
+  }
+  if (it->bytes.capacity() > kSpareBytes) std::string().swap(it->bytes);
+  spare_.splice(spare_.end(), outbox_, it);
 }
 
 void UcxTransport::reap_outbox() {
@@ -39,7 +57,7 @@ void UcxTransport::reap_outbox() {
       continue;
     }
     ucp_request_free(it->request);
-    it = outbox_.erase(it);
+    release_outgoing(it++);
   }
 }
 
@@ -47,7 +65,7 @@ bool UcxTransport::poll_message(Tag want, Tag mask, Tag* got, std::string* bytes
   ucp_tag_recv_info_t info = {};
   ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, want, mask, 1, &info);
   if (msg == nullptr) return false;
-  bytes->assign(info.length, '\0');
+  bytes->resize(info.length);  // the receive overwrites it; a reused buffer is not cleared first
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(worker_, bytes->data(), info.length, msg, &param);
   if (UCS_PTR_IS_ERR(sp)) {

@@ -41,7 +41,7 @@ class UcxTransport final : public Transport {
   Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) override;
   Status wait(Request* reqs, size_t count, const Interrupt& interrupt) override;
   Status wait_flags(const FlagWait* flags, size_t count, const Interrupt& interrupt) override;
-  Status send_message(int peer, Tag tag, std::string bytes) override;
+  Status send_message(int peer, Tag tag, std::string_view bytes) override;
   bool poll_message(Tag want, Tag mask, Tag* got, std::string* bytes) override;
   int progress() override;
   void sleep(int extra_fd, int timeout_ms) override;
@@ -90,7 +90,9 @@ class UcxTransport final : public Transport {
     std::string bytes;
     void* request = nullptr;
   };
+  void release_outgoing(std::list<Outgoing>::iterator it);
   std::list<Outgoing> outbox_;
+  std::list<Outgoing> spare_;  // sent entries kept with their storage (send_message)
 };
 
 }  // namespace hvdc::transport::ucx

@@ -26,7 +26,7 @@ namespace {
 using common::make_error;
 using local::Board;
 using local::LocalAccess;
-using local::PeerView;
+using local::PeerViews;
 using local::SetAccess;
 using local::Verdict;
 
@@ -119,17 +119,32 @@ struct OwnBuffers {
   bool staged() const { return &shown_out != &out; }
 };
 
-// A peer's input (chunk m of it is read by member m) and output (chunk m written by member m).
-struct PeerViews {
-  PeerView in, out;
-};
+// Whether `kept` lists the pieces of `in`, then those of `out`.
+bool lists_pieces(const std::vector<Piece>& kept, const Pieces& in, const Pieces& out) {
+  if (kept.size() != in.count() + out.count()) return false;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const Piece& p = i < in.count() ? in.piece(i) : out.piece(i - in.count());
+    if (kept[i].data != p.data || kept[i].bytes != p.bytes) return false;
+  }
+  return true;
+}
 
-// This member's description of its buffers, naming its board where it has one.
-// Encoded into set.description, whose capacity stays from op to op.
+// This member's description of its buffers, naming its board where it has one. Encoded into
+// set.description, and kept for the next ops on the same pieces while no region came or went
+// (which could move a piece into one or out of it).
 const std::string& describe_mine(const Pieces& in, const Pieces& out, SetAccess& set) {
+  const uint64_t regions = memory::regions_generation();
+  if (set.described_regions == regions && !set.description.empty() &&
+      lists_pieces(set.described, in, out)) {
+    return set.description;
+  }
   local::BufferDesc desc = local::describe(in, out);
   if (set.board) desc.board = set.board->ref();
   local::encode(desc, &set.description);
+  set.described.clear();
+  for (size_t i = 0; i < in.count(); ++i) set.described.push_back(in.piece(i));
+  for (size_t i = 0; i < out.count(); ++i) set.described.push_back(out.piece(i));
+  set.described_regions = regions;
   return set.description;
 }
 
@@ -337,6 +352,38 @@ Status reduce_opened(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
   return reduce_own_chunk(comm, own.in, own.out, ch, views, !needs_cma && !own.staged(), spec);
 }
 
+// Whether the views opened for the set's last op on the board serve this one: every member
+// describes what it described then, and no mapping they use went since.
+bool views_still_hold(const Comm& comm, const LocalAccess& access, const SetAccess& set,
+                      const Board& board) {
+  if (set.views_mappings != access.regions.generation()) return false;
+  if (set.peers.size() != static_cast<size_t>(comm.size())) return false;
+  for (int m = 0; m < comm.size(); ++m) {
+    size_t bytes = 0;
+    const char* desc = board.description(m, &bytes);
+    const std::string& kept = set.peers[m];
+    if (bytes != kept.size() || std::memcmp(desc, kept.data(), bytes) != 0) return false;
+  }
+  return true;
+}
+
+// Opens the views of this op's descriptions on the board, and keeps them, with the
+// descriptions, for the next ops where they all opened.
+void open_board_views(Comm& comm, const Pieces& out, SetAccess& set, const Board& board,
+                      bool* needs_cma, Status* opened) {
+  LocalAccess& access = *comm.local;
+  auto desc_of = [&](int m, size_t* bytes) { return board.description(m, bytes); };
+  open_views(comm, out, access, desc_of, nullptr, &set.views, needs_cma, opened);
+  set.views_mappings = opened->is_ok() ? access.regions.generation() : ~uint64_t{0};
+  set.views_need_cma = *needs_cma;
+  set.peers.resize(comm.size());
+  for (int m = 0; m < comm.size(); ++m) {
+    size_t bytes = 0;
+    const char* desc = board.description(m, &bytes);
+    set.peers[m].assign(desc, bytes);
+  }
+}
+
 // The op with both exchanges on the members' boards (board.h).
 Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
                        const std::string& mine, SetAccess& set, bool* ran) {
@@ -345,11 +392,12 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   const uint64_t op = board.next_op();
   board.post_description(mine, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/false, op));
-  std::vector<PeerViews> views;
-  bool needs_cma = false;
+  const std::vector<PeerViews>& views = set.views;
+  bool needs_cma = set.views_need_cma;
   Status opened;
-  auto desc_of = [&](int m, size_t* bytes) { return board.description(m, bytes); };
-  open_views(comm, own.shown_out, access, desc_of, nullptr, &views, &needs_cma, &opened);
+  if (!views_still_hold(comm, access, set, board)) {
+    open_board_views(comm, own.shown_out, set, board, &needs_cma, &opened);
+  }
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   const Status st = use ? reduce_opened(comm, own, spec, views, needs_cma, opened) : opened;

@@ -60,4 +60,9 @@ class PeerView {
   bool needs_cma_ = false;
 };
 
+// A peer's input (chunk m of it is read by member m) and output (chunk m written by member m).
+struct PeerViews {
+  PeerView in, out;
+};
+
 }  // namespace hvdc::ops::cpu::local
