@@ -266,12 +266,16 @@ void Engine::run() {
       continue;
     }
     if (busy) last_busy = now;  // the spin counts from the end of the last busy pass
+    bool may_sleep = false;
     {
       std::lock_guard<std::mutex> pass(pass_mutex_);
       busy = step(now);
+      // Not before a pass that looked for every kind of message.
+      may_sleep = !busy && now - last_busy > spin && polled_seldom_;
+      if (!busy && now - last_busy > spin && !polled_seldom_) next_seldom_poll_ = now;
     }
     if (busy) continue;
-    if (now - last_busy > spin) {
+    if (may_sleep) {
       std::lock_guard<std::mutex> pass(pass_mutex_);  // arming the transport uses it too
       if (queue_.begin_sleep()) idle_wait(transport_.get(), queue_.wake_fd());
       queue_.end_sleep();
@@ -292,16 +296,27 @@ void Engine::run() {
   if (transport_) transport_->progress();  // push the shutdown notices out
 }
 
+// Notices, stall reports and request lists come seldom, and every probe for one costs a search
+// of the transport's queue: they are looked for on a pass whose progress had events, and at
+// least this often (for those that arrived while a collective waited). Round messages, which
+// every op waits for, are looked for on every pass.
+constexpr auto kSeldomMessagesPoll = std::chrono::microseconds(20);
+
 bool Engine::step(std::chrono::steady_clock::time_point now) {
   bool busy = false;
-  if (transport_) busy |= transport_->progress() > 0;
+  const int events = transport_ ? transport_->progress() : 0;
+  busy |= events > 0;
+  const bool seldom = events > 0 || now >= next_seldom_poll_;
+  if (seldom) next_seldom_poll_ = now + kSeldomMessagesPoll;
+  polled_seldom_ = seldom;
   busy |= hang_reports_.poll([this] { return describe_pending(); });
   watch_pending(now);
-  busy |= termination_->poll();       // notices, stall reports, failed peers, abort, peer shutdown
+  // Notices, stall reports, failed peers, abort, peer shutdown.
+  if (seldom) busy |= termination_->poll();
   busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
   if (!termination_->status().is_ok()) return busy;
   busy |= negotiation_->report_local_requests();
-  busy |= negotiation_->coordinate(now);
+  if (seldom) busy |= negotiation_->coordinate(now);
   busy |= negotiation_->expose_stalled_hits(now);
   busy |= negotiation_->progress_rounds(&responses_, now);
   busy |= stage_->execute(&responses_);

@@ -151,6 +151,8 @@ class Engine {
   // Hang reports (faults/hang_reports.h).
   HangReports hang_reports_;
   std::chrono::steady_clock::time_point next_pending_check_;  // watch_pending's next turn
+  std::chrono::steady_clock::time_point next_seldom_poll_;    // step()'s (kSeldomMessagesPoll)
+  bool polled_seldom_ = false;  // the last pass looked for the seldom kinds of message
 
   // Whoever runs a pass holds pass_mutex_: the engine thread, or an API thread in drive(). The
   // transport, negotiation and execution are used by one thread at a time, as they require.
