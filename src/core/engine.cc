@@ -270,9 +270,10 @@ void Engine::run() {
     {
       std::lock_guard<std::mutex> pass(pass_mutex_);
       busy = step(now);
-      // Not before a pass that looked for every kind of message.
-      may_sleep = !busy && now - last_busy > spin && polled_seldom_;
-      if (!busy && now - last_busy > spin && !polled_seldom_) next_seldom_poll_ = now;
+      // Not before a pass that looked for every kind of message: the next one does.
+      const bool idle_past_spin = !busy && now - last_busy > spin;
+      may_sleep = idle_past_spin && polled_seldom_;
+      if (idle_past_spin && !polled_seldom_) next_seldom_poll_ = now;
     }
     if (busy) continue;
     if (may_sleep) {

@@ -258,9 +258,10 @@ void Negotiation::recycle(RoundNode node) {
     m->inputs.clear();
     m->responses.responses.clear();
     if (spare_messages_.size() < static_cast<size_t>(2 * config_.size)) {
-      spare_messages_.push_back(std::move(m));
+      spare_messages_.push_back(std::move(m));  // leaves the slot empty, as reset() would
+    } else {
+      m.reset();
     }
-    m.reset();
   }
   if (!tree_ && node.mapped().size() == static_cast<size_t>(config_.size)) {
     spare_round_ = std::move(node);

@@ -119,12 +119,11 @@ struct OwnBuffers {
   bool staged() const { return &shown_out != &out; }
 };
 
-// Whether `kept` lists the pieces of `in`, then those of `out`.
-bool lists_pieces(const std::vector<Piece>& kept, const Pieces& in, const Pieces& out) {
-  if (kept.size() != in.count() + out.count()) return false;
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const Piece& p = i < in.count() ? in.piece(i) : out.piece(i - in.count());
-    if (kept[i].data != p.data || kept[i].bytes != p.bytes) return false;
+// Whether two views are made of the same pieces (where and how long).
+bool same_pieces(const Pieces& a, const Pieces& b) {
+  if (a.count() != b.count()) return false;
+  for (size_t i = 0; i < a.count(); ++i) {
+    if (a.piece(i).data != b.piece(i).data || a.piece(i).bytes != b.piece(i).bytes) return false;
   }
   return true;
 }
@@ -135,15 +134,14 @@ bool lists_pieces(const std::vector<Piece>& kept, const Pieces& in, const Pieces
 const std::string& describe_mine(const Pieces& in, const Pieces& out, SetAccess& set) {
   const uint64_t regions = memory::regions_generation();
   if (set.described_regions == regions && !set.description.empty() &&
-      lists_pieces(set.described, in, out)) {
+      same_pieces(set.described_in, in) && same_pieces(set.described_out, out)) {
     return set.description;
   }
   local::BufferDesc desc = local::describe(in, out);
   if (set.board) desc.board = set.board->ref();
   local::encode(desc, &set.description);
-  set.described.clear();
-  for (size_t i = 0; i < in.count(); ++i) set.described.push_back(in.piece(i));
-  for (size_t i = 0; i < out.count(); ++i) set.described.push_back(out.piece(i));
+  set.described_in = in;
+  set.described_out = out;
   set.described_regions = regions;
   return set.description;
 }
@@ -214,14 +212,6 @@ Status decide(Comm& comm, LocalAccess& access, SetAccess& set, bool needs_cma,
   }
   *use = agreed.is_ok();
   return Status::ok();
-}
-
-bool same_buffers(const Pieces& in, const Pieces& out) {
-  if (in.count() != out.count()) return false;
-  for (size_t i = 0; i < in.count(); ++i) {
-    if (in.piece(i).data != out.piece(i).data) return false;
-  }
-  return true;
 }
 
 // Where this member's own contribution to segment s comes from: its input in place, or a copy
@@ -302,7 +292,7 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   }
   char* slots = bounce.data() + (local::kPageBytes -
                                  reinterpret_cast<uintptr_t>(bounce.data()) % local::kPageBytes);
-  const bool in_place = same_buffers(in, out);
+  const bool in_place = same_pieces(in, out);  // the views of one op have equal piece sizes
   // Out of place and large, no output line is cached, and a normal store reads its line from
   // memory first: the sum goes to a cache-sized scratch and is streamed to every output
   // instead. In place the lines were just read, so normal stores cost nothing extra; and where

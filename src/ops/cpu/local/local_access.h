@@ -12,6 +12,7 @@
 #include "memory/peer_regions.h"
 #include "ops/cpu/local/board.h"
 #include "ops/cpu/local/peer_view.h"
+#include "ops/cpu/pieces.h"
 
 namespace hvdc::ops::cpu::local {
 
@@ -26,10 +27,10 @@ struct SetAccess {
   std::string description;  // this member's, encoded for the op in progress
   // A set runs the same buffers op after op: what the last op on the board described and
   // opened is reused while it still holds (in_place_local.cc).
-  std::vector<Piece> described;    // the pieces `description` names: inputs, then outputs
-  uint64_t described_regions = 0;  // memory::regions_generation() when described
-  std::vector<std::string> peers;  // each peer's description that `views` were opened from
-  std::vector<PeerViews> views;    // by member
+  Pieces described_in, described_out;  // the views `description` names
+  uint64_t described_regions = 0;      // memory::regions_generation() when described
+  std::vector<std::string> peers;      // each peer's description that `views` were opened from
+  std::vector<PeerViews> views;        // by member
   bool views_need_cma = false;
   uint64_t views_mappings = ~uint64_t{0};  // LocalAccess::regions.generation() when opened
 };
