@@ -32,6 +32,27 @@ struct SetState {
   int size() const { return static_cast<int>(info.ranks.size()); }
   bool coordinator() const { return info.index == 0; }
 
+  // pending_hits[name] = hit, in the node the last dropped hit left (a warm step's op allocates
+  // no node, and a name no longer than the last one no string).
+  void add_pending_hit(const std::string& name, const PendingHit& hit) {
+    if (spare_hit_node.empty()) {
+      pending_hits[name] = hit;
+      return;
+    }
+    spare_hit_node.key() = name;
+    spare_hit_node.mapped() = hit;
+    auto placed = pending_hits.insert(std::move(spare_hit_node));
+    if (!placed.inserted) {
+      placed.position->second = hit;
+      spare_hit_node = std::move(placed.node);
+    }
+  }
+  // Erases pending_hits[name], keeping its node for the next add_pending_hit().
+  void drop_pending_hit(const std::string& name) {
+    auto node = pending_hits.extract(name);
+    if (!node.empty()) spare_hit_node = std::move(node);
+  }
+
   ProcessSetInfo info;
   ResponseCache cache;
   std::map<std::string, PendingHit> pending_hits;  // ready here, cached
@@ -40,6 +61,7 @@ struct SetState {
   std::unique_ptr<Controller> controller;          // on the coordinator only
   uint64_t op_seq = 0;                             // responses executed
   uint64_t revalidated_generation = 0;  // cache generation pending hits were checked against
+  std::map<std::string, PendingHit>::node_type spare_hit_node;  // see add_pending_hit()
 };
 
 }  // namespace hvdc::core

@@ -71,20 +71,20 @@ void TensorQueue::insert_locked(TensorEntry entry) {
   entries_.emplace(std::move(key), std::move(entry));
 }
 
-std::vector<Request> TensorQueue::pop_new() {
-  std::vector<Request> out;
+size_t TensorQueue::pop_new(std::vector<Request>* out) {
   // Every pass of the engine asks; most find nothing, and need not take the callers' mutex for
   // that. A push in progress (the flag not stored yet) is taken by the next pass.
-  if (!fresh_waiting_.load()) return out;
+  if (!fresh_waiting_.load()) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
-  out.reserve(fresh_.size());
+  if (out->size() < fresh_.size()) out->resize(fresh_.size());
+  size_t n = 0;
   for (const Key& key : fresh_) {
     auto it = entries_.find(key);
-    if (it != entries_.end()) out.push_back(it->second.request);
+    if (it != entries_.end()) (*out)[n++] = it->second.request;  // assigned into kept storage
   }
   fresh_.clear();
   fresh_waiting_.store(false);
-  return out;
+  return n;
 }
 
 bool TensorQueue::request_of(int32_t process_set, const std::string& name, Request* out) const {

@@ -59,8 +59,10 @@ class TensorQueue {
   Status push(TensorEntry entry);
   // Pushes all entries or none (a grouped submission).
   Status push_group(std::vector<TensorEntry> entries);
-  // Requests pushed since the last call, in push order.
-  std::vector<Request> pop_new();
+  // Requests pushed since the last call, in push order: the first N of *out, N returned. The
+  // elements past them are left as they were, so that a caller keeping *out between calls
+  // reuses their storage (a warm step's pass copies its requests without allocating).
+  size_t pop_new(std::vector<Request>* out);
   // A copy of the request of `name` in `process_set`; false if it is not in flight.
   bool request_of(int32_t process_set, const std::string& name, Request* out) const;
   // The input buffer of `name` in `process_set`; null if it is not in flight.

@@ -61,7 +61,8 @@ class StageTest : public ::testing::Test {
     e.state = std::make_shared<OpState>(nullptr, nullptr);
     std::shared_ptr<OpState> state = e.state;
     EXPECT_TRUE(queue_.push(std::move(e)).is_ok());
-    queue_.pop_new();  // reported
+    std::vector<hvdc::core::Request> reported;
+    queue_.pop_new(&reported);
     return state;
   }
 

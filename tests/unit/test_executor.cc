@@ -67,6 +67,12 @@ class ExecutorTest : public ::testing::Test {
   }
 
   std::vector<std::unique_ptr<Started>> started_;
+  std::vector<FinishedOp> poll() {
+    std::vector<FinishedOp> finished;
+    executor_.poll(&finished);
+    return finished;
+  }
+
   Executor executor_;
 };
 
@@ -74,16 +80,31 @@ TEST_F(ExecutorTest, CollectiveStaysInFlightUntilItsBackendFinishesIt) {
   start(allreduce({"a"}), {entry("a")});
   ASSERT_EQ(started_.size(), 1u);
   EXPECT_FALSE(executor_.idle());
-  EXPECT_TRUE(executor_.poll().empty());
+  EXPECT_TRUE(poll().empty());
   ASSERT_EQ(executor_.running().size(), 1u);
   EXPECT_EQ(executor_.running()[0]->names[0], "a");
   started_[0]->done = true;
-  std::vector<FinishedOp> finished = executor_.poll();
+  std::vector<FinishedOp> finished = poll();
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_TRUE(finished[0].status.is_ok());
   ASSERT_EQ(finished[0].entries.size(), 1u);
   EXPECT_EQ(finished[0].entries[0].request.name, "a");
   EXPECT_TRUE(executor_.idle());
+}
+
+// The caller's vector is kept between polls for its storage: each poll replaces its contents.
+TEST_F(ExecutorTest, PollReplacesWhatTheVectorHeld) {
+  start(allreduce({"a"}), {entry("a")});
+  started_[0]->done = true;
+  std::vector<FinishedOp> kept;
+  executor_.poll(&kept);
+  ASSERT_EQ(names_of(kept), (std::vector<std::string>{"a"}));
+  start(allreduce({"b"}), {entry("b")});
+  executor_.poll(&kept);
+  EXPECT_TRUE(kept.empty());  // b runs; a was returned before
+  started_[1]->done = true;
+  executor_.poll(&kept);
+  EXPECT_EQ(names_of(kept), (std::vector<std::string>{"b"}));
 }
 
 // Completion follows the start order: a later collective that finished first waits.
@@ -92,9 +113,9 @@ TEST_F(ExecutorTest, FinishedOpsComeBackInStartOrder) {
   start(allreduce({"b"}), {entry("b")});
   started_[1]->done = true;
   started_[1]->result = Status(HVD_ERR_TRANSPORT, "b failed");
-  EXPECT_TRUE(executor_.poll().empty());
+  EXPECT_TRUE(poll().empty());
   started_[0]->done = true;
-  std::vector<FinishedOp> finished = executor_.poll();
+  std::vector<FinishedOp> finished = poll();
   EXPECT_EQ(names_of(finished), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(finished[0].status.is_ok());
   EXPECT_EQ(finished[1].status.code(), HVD_ERR_TRANSPORT);
@@ -142,7 +163,7 @@ TEST_F(ExecutorTest, MissingEntriesOrBackendFinishAtOnceWithAnError) {
   start(allreduce({"a", "b"}), {entry("a")});  // not joined: "b" must be here
   start(allreduce({"gpu"}), {entry("gpu", HVD_DEVICE_CUDA)});
   EXPECT_TRUE(started_.empty());
-  std::vector<FinishedOp> finished = executor_.poll();
+  std::vector<FinishedOp> finished = poll();
   ASSERT_EQ(finished.size(), 2u);
   EXPECT_EQ(finished[0].status.code(), HVD_ERR_INTERNAL);
   EXPECT_EQ(finished[1].status.code(), HVD_ERR_UNSUPPORTED);
@@ -155,7 +176,7 @@ TEST_F(ExecutorTest, EngineOpsAreNotCollectives) {
   join.op_type = OpType::kJoin;
   join.names = {"join"};
   start(join, {entry("join")});
-  std::vector<FinishedOp> finished = executor_.poll();
+  std::vector<FinishedOp> finished = poll();
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].status.code(), HVD_ERR_INTERNAL);
 }

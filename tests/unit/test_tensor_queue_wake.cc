@@ -31,10 +31,11 @@ bool readable(const TensorQueue& queue, int timeout_ms = 0) {
 
 TEST(TensorQueueWake, PushWakesOnlyASleepingEngine) {
   TensorQueue queue;
+  std::vector<hvdc::core::Request> popped;
   ASSERT_TRUE(queue.push(entry_named("awake")).is_ok());
   EXPECT_FALSE(readable(queue));      // the engine is awake: it pops the request on its next pass
   EXPECT_FALSE(queue.begin_sleep());  // a request waits: no sleep
-  EXPECT_EQ(queue.pop_new().size(), 1u);
+  EXPECT_EQ(queue.pop_new(&popped), 1u);
 
   ASSERT_TRUE(queue.begin_sleep());
   EXPECT_FALSE(readable(queue));
@@ -42,7 +43,7 @@ TEST(TensorQueueWake, PushWakesOnlyASleepingEngine) {
   EXPECT_TRUE(readable(queue));
   queue.end_sleep();
   EXPECT_FALSE(readable(queue));  // drained
-  EXPECT_EQ(queue.pop_new().size(), 1u);
+  EXPECT_EQ(queue.pop_new(&popped), 1u);
 }
 
 TEST(TensorQueueWake, WakeAlwaysWakes) {
@@ -70,8 +71,9 @@ TEST(TensorQueueWake, NoPushIsLostWhileTheEngineFallsAsleep) {
   std::atomic<int> popped{0};
   std::atomic<int> timed_out{0};
   std::thread engine([&] {
+    std::vector<hvdc::core::Request> requests;
     while (popped.load() < kPushes) {
-      popped += static_cast<int>(queue.pop_new().size());
+      popped += static_cast<int>(queue.pop_new(&requests));
       if (popped.load() == kPushes) break;
       if (queue.begin_sleep() && !readable(queue, 5000)) ++timed_out;
       queue.end_sleep();

@@ -48,12 +48,14 @@ ops::TensorArgs tensor_args(TensorEntry& entry) {
   t.stream = entry.cuda_stream;
   t.stream_ordered = entry.stream_ordered;
   t.submission = entry.submission;
-  OpState* state = entry.state.get();
-  const hvd_device_t device{r.device_type, r.device_id};
-  const int32_t dtype = r.dtype;
-  t.allocate_output = [state, device, dtype](const std::vector<int64_t>& shape, size_t bytes) {
-    return state->allocate_output(dtype, shape, device, bytes);
+  // One pointer each, which std::function keeps without allocating: the entry outlives the op
+  // (Executor::Running holds it until the backend finished).
+  const TensorEntry* owner = &entry;
+  t.allocate_output = [owner](const std::vector<int64_t>& shape, size_t bytes) {
+    const Request& req = owner->request;
+    return owner->state->allocate_output(req.dtype, shape, {req.device_type, req.device_id}, bytes);
   };
+  OpState* state = entry.state.get();
   t.set_received_splits = [state](std::vector<int64_t> rows) {
     state->set_received_splits(std::move(rows));
   };
@@ -120,6 +122,7 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
   op.device_id = entries.empty() ? response.device_id : entries.front().request.device_id;
   op.flags = response.flags;
   op.sizes = response.sizes;
+  op.tensors.reserve(response.names.size());
   size_t e = 0;
   for (size_t i = 0; i < response.names.size(); ++i) {
     if (e < entries.size() && entries[e].request.name == response.names[i]) {
@@ -136,16 +139,15 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
   return backend->start(op, &running.pending);
 }
 
-std::vector<FinishedOp> Executor::poll() {
+void Executor::poll(std::vector<FinishedOp>* finished) {
+  finished->clear();
   for (Running& running : running_) {
     if (running.pending && running.pending->poll(&running.op.status)) running.pending.reset();
   }
-  std::vector<FinishedOp> finished;
   while (!running_.empty() && !running_.front().pending) {
-    finished.push_back(std::move(running_.front().op));
+    finished->push_back(std::move(running_.front().op));
     running_.pop_front();
   }
-  return finished;
 }
 
 void Executor::abort(const Status& why) {

@@ -37,9 +37,10 @@ class Executor {
   // finished here, and comes back from the next poll() all the same.
   void start(Response response, std::vector<TensorEntry> entries, ops::Group group, bool joined,
              std::function<void(const char*, bool)> trace);
-  // Collectives finished since the last call, in start order (a later one that finished waits
-  // for the earlier ones). Never blocks.
-  std::vector<FinishedOp> poll();
+  // Replaces *finished with the collectives finished since the last call, in start order (a
+  // later one that finished waits for the earlier ones). Never blocks. The caller keeps the
+  // vector between calls, so that a warm step's poll allocates nothing.
+  void poll(std::vector<FinishedOp>* finished);
   bool idle() const { return running_.empty(); }
   // Tells every backend that the engine's work ended (ops::Backend::abort).
   void abort(const Status& why);

@@ -42,6 +42,7 @@ void ExecutionStage::execute_one(Response response) {
   if (set == nullptr) return;
   ++set->op_seq;
   std::vector<TensorEntry> entries;
+  entries.reserve(response.names.size());
   // A rank that has joined contributes zeros to set 0's allreduces it did not submit.
   const bool joined_allreduce = ctx_.negotiation->joined() && response.process_set == 0 &&
                                 response.op_type == OpType::kAllreduce;
@@ -85,9 +86,15 @@ ops::Group ExecutionStage::group_of(const SetState& set) {
 }
 
 bool ExecutionStage::finish_executed() {
-  std::vector<FinishedOp> finished = executor_.poll();
+  // The vector's storage is kept between passes; taken out while it is walked, so that a pass
+  // run from inside finish() (it should not happen) would only allocate a vector of its own.
+  std::vector<FinishedOp> finished = std::move(finished_);
+  executor_.poll(&finished);
   for (FinishedOp& op : finished) finish(std::move(op));
-  return !finished.empty();
+  const bool any = !finished.empty();
+  finished.clear();
+  finished_ = std::move(finished);
+  return any;
 }
 
 void ExecutionStage::finish(FinishedOp op) {
@@ -107,6 +114,7 @@ void ExecutionStage::finish(FinishedOp op) {
   // (after the notices above) before the callers may release the buffers.
   if (ctx_.transport) ctx_.transport->quiesce();
   for (TensorEntry& entry : op.entries) entry.state->complete(fatal ? op_failure(entry, st) : st);
+  ctx_.negotiation->recycle_response(std::move(op.response));
 }
 
 void ExecutionStage::count_executed(const Response& response) {

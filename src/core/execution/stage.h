@@ -67,6 +67,7 @@ class ExecutionStage {
   StageContext ctx_;
   Executor executor_;
   SetState* starting_ = nullptr;
+  std::vector<FinishedOp> finished_;  // finish_executed()'s, kept for its storage
 };
 
 }  // namespace hvdc::core

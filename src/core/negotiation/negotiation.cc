@@ -19,15 +19,15 @@ SetState* Negotiation::member_set(int32_t id) {
 }
 
 bool Negotiation::report_local_requests() {
-  std::vector<Request> fresh = ctx_.queue->pop_new();
-  if (fresh.empty()) return false;
+  const size_t fresh = ctx_.queue->pop_new(&fresh_requests_);
+  if (fresh == 0) return false;
   std::map<SetState*, std::vector<Request>> uncached;
-  for (Request& r : fresh) report_request(std::move(r), &uncached);
+  for (size_t i = 0; i < fresh; ++i) report_request(fresh_requests_[i], &uncached);
   for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
   return true;
 }
 
-void Negotiation::report_request(Request r, std::map<SetState*, std::vector<Request>>* uncached) {
+void Negotiation::report_request(Request& r, std::map<SetState*, std::vector<Request>>* uncached) {
   SetState* set = member_set(r.process_set);
   if (set == nullptr) {
     // Destroyed after the API checked it; the destruction failed everything pending before.
@@ -52,7 +52,7 @@ void Negotiation::report_request(Request r, std::map<SetState*, std::vector<Requ
         hit.input = ctx_.queue->input_of(r.process_set, r.name);
         hit.input_bytes = hit.input ? static_cast<uint32_t>(bytes) : 0;
       }
-      set->pending_hits[r.name] = hit;
+      set->add_pending_hit(r.name, hit);
       round_wanted_ = true;
       break;
     }

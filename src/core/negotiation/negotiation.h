@@ -85,6 +85,8 @@ class Negotiation {
   // After a set's creation ran here: the requests that members which ran it sooner sent for it
   // go to its coordinator now.
   void release_early_requests();
+  // An executed response, whose storage the next cached ones reuse (kept_storage.cc).
+  void recycle_response(Response response);
   // hvd_join was called here and its join has not completed: this rank contributes zeros.
   bool joined() const { return self_joined_; }
   void join_completed() { self_joined_ = false; }
@@ -93,30 +95,35 @@ class Negotiation {
   SetState* member_set(int32_t id);
   bool running() const { return ctx_.terminated->is_ok(); }
   // negotiation.cc
-  void report_request(Request request, std::map<SetState*, std::vector<Request>>* uncached);
+  // Moves `request` into *uncached unless the cache settles it.
+  void report_request(Request& request, std::map<SetState*, std::vector<Request>>* uncached);
   void send_uncached(SetState& set, std::vector<Request> requests);
   void add_remote_requests(int from, RequestList list);
   bool take_coordinated(SetState& set, Clock::time_point now);
-  // rounds.cc
+  // kept_storage.cc
   using Inbox = std::map<uint64_t, std::vector<std::unique_ptr<RoundMessage>>>;
   using RoundNode = Inbox::node_type;
   const std::shared_ptr<std::string>& free_receive_buffer();
   std::unique_ptr<RoundMessage> fresh_message();
   std::vector<std::unique_ptr<RoundMessage>>& round_slots(uint64_t round);
   void recycle(RoundNode node);
+  std::shared_ptr<RoundInputs> spare_round_inputs();
+  Response spare_response();
+  // rounds.cc
   std::unique_ptr<RoundMessage> build_round_message();
   // The message's inputs keep `bytes` alive.
   Status decode_round_message(std::shared_ptr<const std::string> bytes, RoundMessage* msg) const;
   void send_round_message();
-  CacheBits announce_cache_bits(SetState& set);
+  // Fills *bits with what this rank announces for `set`; false if nothing.
+  bool announce_cache_bits(SetState& set, CacheBits* bits);
   void complete_round(std::deque<Response>* agreed);
   bool round_timed_out(const std::vector<std::unique_ptr<RoundMessage>>& messages,
                        Clock::time_point now);
-  std::vector<Response> agree_cached(SetState& set,
-                                     const std::vector<std::unique_ptr<RoundMessage>>& messages,
-                                     const std::vector<Response>& negotiated);
-  std::vector<Response> take_cache_hits(SetState& set, const std::vector<uint64_t>& hits,
-                                        const std::vector<std::unique_ptr<RoundMessage>>& messages);
+  void agree_cached(SetState& set, const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                    const std::vector<Response>& negotiated, std::vector<Response>* cached);
+  void take_cache_hits(SetState& set, const std::vector<uint64_t>& hits,
+                       const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                       std::vector<Response>* out);
   void cache_responses(SetState& set, const std::vector<Response>& responses);
   void revalidate_pending_hits(SetState& set);
   void demote_unjoinable_hits(SetState& set);
@@ -125,7 +132,7 @@ class Negotiation {
   void add_round_inputs(RoundMessage* mine);
   void attach_round_inputs(const SetState& set, uint32_t slot,
                            const std::vector<std::unique_ptr<RoundMessage>>& messages,
-                           Response* cached) const;
+                           Response* cached);
   // rounds_by_tree.cc
   bool progress_tree_rounds(std::deque<Response>* agreed, Clock::time_point now);
   bool join_tree_round(uint64_t next, bool* busy);
@@ -149,6 +156,12 @@ class Negotiation {
   } agree_bits_;  // agree_cached()'s, reused
   // progress_rounds()' receive buffers (free_receive_buffer()).
   std::vector<std::shared_ptr<std::string>> receive_buffers_;
+  std::vector<Request> fresh_requests_;  // report_local_requests()'s, kept for their storage
+  std::vector<Response> round_list_, round_cached_;  // complete_round()'s, kept likewise
+  // Executed responses and round inputs no op holds any more, kept for their storage
+  // (recycle_response(), spare_round_inputs()).
+  std::vector<Response> spare_responses_;
+  std::vector<std::shared_ptr<RoundInputs>> round_inputs_;
   std::string round_out_;     // this rank's last round message, encoded (its storage is reused)
   bool tree_probed_ = false;  // the round in progress probed the ranks it lacks
   std::chrono::steady_clock::time_point next_stall_check_;

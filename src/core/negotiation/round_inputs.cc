@@ -57,16 +57,18 @@ const RoundInput* input_of(const RoundMessage& m, int32_t set, uint32_t slot) {
 // one of the agreed size.
 void Negotiation::attach_round_inputs(const SetState& set, uint32_t slot,
                                       const std::vector<std::unique_ptr<RoundMessage>>& messages,
-                                      Response* cached) const {
+                                      Response* cached) {
   if (cached->op_type != OpType::kAllreduce || cached->device_type != HVD_DEVICE_CPU) return;
   const size_t bytes = response_bytes(*cached);
   for (int member : set.info.ranks) {
     const RoundInput* input = input_of(*messages[member], set.info.id, slot);
     if (input == nullptr || input->size != bytes) return;
   }
-  auto inputs = std::make_shared<RoundInputs>();
-  inputs->members.emplace_back();
+  std::shared_ptr<RoundInputs> inputs = spare_round_inputs();
+  inputs->members.resize(1);
   std::vector<const char*>& views = inputs->members.back();
+  views.clear();
+  inputs->keep.clear();
   views.reserve(set.info.ranks.size());
   inputs->keep.reserve(set.info.ranks.size());
   for (int member : set.info.ranks) {

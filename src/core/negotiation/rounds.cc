@@ -37,19 +37,6 @@ Status Negotiation::decode_round_message(std::shared_ptr<const std::string> byte
   return Status::ok();
 }
 
-// A receive buffer that no message's inputs view. Buffers are kept with their storage, so that a
-// warm step's round message is received with no allocation; a round's inputs hold theirs
-// until the ops that use them ran, hence a few of them.
-const std::shared_ptr<std::string>& Negotiation::free_receive_buffer() {
-  constexpr size_t kKept = 4;
-  for (const auto& buffer : receive_buffers_) {
-    if (buffer.use_count() == 1) return buffer;
-  }
-  if (receive_buffers_.size() == kKept) receive_buffers_.pop_back();
-  receive_buffers_.insert(receive_buffers_.begin(), std::make_shared<std::string>());
-  return receive_buffers_.front();
-}
-
 bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_point now) {
   if (tree_) return progress_tree_rounds(agreed, now);
   bool busy = false;
@@ -98,12 +85,14 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_poin
 std::unique_ptr<RoundMessage> Negotiation::build_round_message() {
   std::unique_ptr<RoundMessage> mine = fresh_message();
   mine->round = round_ + 1;
-  mine->sets.clear();
   mine->joined = 0;
+  // Filled in place: a recycled message's bit vectors keep their storage.
+  size_t announced = 0;
   for (auto& [id, set] : *ctx_.sets) {
-    CacheBits bits = announce_cache_bits(*set);
-    if (!bits.hits.empty() || !bits.invalid.empty()) mine->sets.push_back(std::move(bits));
+    if (mine->sets.size() == announced) mine->sets.emplace_back();
+    if (announce_cache_bits(*set, &mine->sets[announced])) ++announced;
   }
+  mine->sets.resize(announced);
   mine->joined = self_joined_ ? 1 : 0;
   add_round_inputs(mine.get());
   for (auto& [id, set] : *ctx_.sets) {
@@ -169,29 +158,30 @@ bool Negotiation::round_timed_out(const std::vector<std::unique_ptr<RoundMessage
 }
 
 // The set's cache slots ready here and found stale here; empty vectors when there are none.
-CacheBits Negotiation::announce_cache_bits(SetState& set) {
-  CacheBits bits;
-  bits.process_set = set.info.id;
+bool Negotiation::announce_cache_bits(SetState& set, CacheBits* bits) {
+  bits->process_set = set.info.id;
+  bits->hits.clear();
+  bits->invalid.clear();
   const bool joined_here = self_joined_ && set.info.id == 0;
   if (!set.pending_hits.empty() || joined_here) {
-    bits.hits.assign(set.cache.words(), 0);
-    for (const auto& [name, hit] : set.pending_hits) set_bit(bits.hits, hit.slot);
+    bits->hits.assign(set.cache.words(), 0);
+    for (const auto& [name, hit] : set.pending_hits) set_bit(bits->hits, hit.slot);
   }
   if (joined_here) {
     // Having joined, this rank agrees to every cached allreduce: it will contribute zeros.
     for (uint32_t slot = 0; slot < set.cache.capacity(); ++slot) {
       if (set.cache.used(slot) && set.cache.response(slot).op_type == OpType::kAllreduce) {
-        set_bit(bits.hits, slot);
+        set_bit(bits->hits, slot);
       }
     }
   }
   bool stale = false;
   for (uint64_t w : set.invalid_bits) stale |= w != 0;
   if (stale) {
-    bits.invalid = std::move(set.invalid_bits);
+    bits->invalid.swap(set.invalid_bits);
     set.invalid_bits.assign(set.cache.words(), 0);
   }
-  return bits;
+  return !bits->hits.empty() || !bits->invalid.empty();
 }
 
 // Every rank derives the same order: the coordinators' responses in rank order, then per set
@@ -200,72 +190,30 @@ CacheBits Negotiation::announce_cache_bits(SetState& set) {
 void Negotiation::complete_round(std::deque<Response>* agreed) {
   auto node = inbox_.extract(round_ + 1);
   std::vector<std::unique_ptr<RoundMessage>>& messages = node.mapped();
-  std::vector<Response> list;
+  // Both vectors are kept between rounds for their storage (a warm round allocates neither).
+  std::vector<Response> list = std::move(round_list_);
+  list.clear();
   for (auto& m : messages) {
     for (Response& r : m->responses.responses) {
       if (member_set(r.process_set) != nullptr) list.push_back(std::move(r));
     }
   }
-  std::vector<Response> cached;
-  for (auto& [id, set] : *ctx_.sets) {
-    for (Response& r : agree_cached(*set, messages, list)) cached.push_back(std::move(r));
-  }
-  if (list.empty()) {
-    list = std::move(cached);  // a warm step's round: only cached responses
-  } else {
-    for (Response& r : cached) list.push_back(std::move(r));
-  }
+  std::vector<Response>& cached = round_cached_;
+  cached.clear();
+  for (auto& [id, set] : *ctx_.sets) agree_cached(*set, messages, list, &cached);
+  for (Response& r : cached) list.push_back(std::move(r));
+  cached.clear();
   ++round_;
   in_round_ = false;
   last_round_done_ = std::chrono::steady_clock::now();
   ++ctx_.stats->rounds;
   for (auto& [id, set] : *ctx_.sets) revalidate_pending_hits(*set);
   ctx_.tracer->queued(list);
-  for (Response& r : fuse_responses(std::move(list), config_.fusion_threshold)) {
-    agreed->push_back(std::move(r));
-  }
+  std::vector<Response> fused = fuse_responses(std::move(list), config_.fusion_threshold);
+  for (Response& r : fused) agreed->push_back(std::move(r));
+  fused.clear();
+  round_list_ = std::move(fused);
   recycle(std::move(node));
-}
-
-// A message to fill: a completed round's, with its storage, where one is kept.
-std::unique_ptr<RoundMessage> Negotiation::fresh_message() {
-  if (spare_messages_.empty()) return std::make_unique<RoundMessage>();
-  std::unique_ptr<RoundMessage> msg = std::move(spare_messages_.back());
-  spare_messages_.pop_back();
-  return msg;
-}
-
-// The inbox entry of round `round`, a slot per rank.
-std::vector<std::unique_ptr<RoundMessage>>& Negotiation::round_slots(uint64_t round) {
-  auto it = inbox_.find(round);
-  if (it != inbox_.end()) return it->second;
-  if (spare_round_.empty()) {
-    it = inbox_.emplace(round, std::vector<std::unique_ptr<RoundMessage>>()).first;
-  } else {
-    spare_round_.key() = round;
-    it = inbox_.insert(std::move(spare_round_)).position;
-  }
-  it->second.resize(config_.size);
-  return it->second;
-}
-
-// Keeps a completed round's inbox entry and messages for the next rounds, so that a warm step's
-// round allocates neither. What a message views or negotiated goes now (inputs keep the
-// received bytes alive); decode() overwrites the rest.
-void Negotiation::recycle(RoundNode node) {
-  for (std::unique_ptr<RoundMessage>& m : node.mapped()) {
-    if (!m) continue;
-    m->inputs.clear();
-    m->responses.responses.clear();
-    if (spare_messages_.size() < static_cast<size_t>(2 * config_.size)) {
-      spare_messages_.push_back(std::move(m));  // leaves the slot empty, as reset() would
-    } else {
-      m.reset();
-    }
-  }
-  if (!tree_ && node.mapped().size() == static_cast<size_t>(config_.size)) {
-    spare_round_ = std::move(node);
-  }
 }
 
 namespace {
@@ -285,10 +233,12 @@ uint64_t word_at(const std::vector<uint64_t>& words, size_t w) {
 
 // One set's share of a completed round: the AND of its members' hit bits (a joined rank reports
 // every cached allreduce as ready, so a tensor runs only when some rank that has not joined
-// submitted it), the stale entries, and the cache updates. Returns the cached tensors to run.
-std::vector<Response> Negotiation::agree_cached(
-    SetState& set, const std::vector<std::unique_ptr<RoundMessage>>& messages,
-    const std::vector<Response>& negotiated) {
+// submitted it), the stale entries, and the cache updates. Appends the cached tensors to run to
+// *cached.
+void Negotiation::agree_cached(SetState& set,
+                               const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                               const std::vector<Response>& negotiated,
+                               std::vector<Response>* cached) {
   const size_t words = set.cache.words();
   // Kept between rounds: a warm step's round allocates no bit vectors.
   std::vector<uint64_t>& hits = agree_bits_.hits;
@@ -313,24 +263,24 @@ std::vector<Response> Negotiation::agree_cached(
   for (size_t w = 0; w < words; ++w) hits[w] &= wanted[w];
   if (set.info.id == 0) ctx_.tracer->cached_negotiation(set.cache, messages, hits);
   if (peer_joined) demote_unjoinable_hits(set);
-  std::vector<Response> cached = take_cache_hits(set, hits, messages);
+  take_cache_hits(set, hits, messages, cached);
   for_each_set_bit(invalid, [&](uint32_t slot) { set.cache.erase(slot); });
   cache_responses(set, negotiated);
-  return cached;
 }
 
-std::vector<Response> Negotiation::take_cache_hits(
-    SetState& set, const std::vector<uint64_t>& hits,
-    const std::vector<std::unique_ptr<RoundMessage>>& messages) {
-  std::vector<Response> out;
+void Negotiation::take_cache_hits(SetState& set, const std::vector<uint64_t>& hits,
+                                  const std::vector<std::unique_ptr<RoundMessage>>& messages,
+                                  std::vector<Response>* out) {
+  const size_t before = out->size();
   for_each_set_bit(hits, [&](uint32_t slot) {
-    out.push_back(set.cache.response(slot));
-    attach_round_inputs(set, slot, messages, &out.back());
+    out->push_back(spare_response());
+    Response& hit = out->back();
+    hit = set.cache.response(slot);  // into the spare's storage
+    attach_round_inputs(set, slot, messages, &hit);
     set.cache.touch(slot);
-    set.pending_hits.erase(out.back().names[0]);
+    set.drop_pending_hit(hit.names[0]);
   });
-  ctx_.stats->cache_hits += out.size();
-  return out;
+  ctx_.stats->cache_hits += out->size() - before;
 }
 
 // Caches the set's newly negotiated responses (`responses` holds every set's).

@@ -147,8 +147,8 @@ Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
 Status CpuBackend::run_allreduce_of_inputs(Comm& comm, const CollectiveArgs& op,
                                            const ReduceSpec& spec) {
   const size_t esize = common::dtype_size(op.dtype);
-  std::vector<Piece> outs;
-  outs.reserve(op.tensors.size());
+  std::vector<Piece>& outs = round_input_outs_;  // kept for its storage
+  outs.clear();
   for (const TensorArgs& tensor : op.tensors) {
     if (tensor.output == nullptr) {
       return make_error(HVD_ERR_INTERNAL, "the round carried inputs for '%s', which has no output",

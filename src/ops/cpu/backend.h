@@ -31,6 +31,7 @@ class CpuBackend : public Backend {
   BackendOptions options_;
   std::vector<char> scratch_;
   std::vector<char> staging_;
+  std::vector<Piece> round_input_outs_;        // run_allreduce_of_inputs()'s, kept for its storage
   std::vector<char> reduce_work_;              // reducescatter's accumulation copy
   std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
   local::LocalAccess local_;                   // the in-place path among ranks of this host

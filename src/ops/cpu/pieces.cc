@@ -7,10 +7,12 @@
 
 namespace hvdc::ops::cpu {
 
-Pieces::Pieces(std::vector<Piece> pieces) {
-  for (const Piece& p : pieces) {
-    if (p.bytes == 0) continue;
-    pieces_.push_back(p);
+Pieces::Pieces(std::vector<Piece> pieces) : pieces_(std::move(pieces)) {
+  pieces_.erase(
+      std::remove_if(pieces_.begin(), pieces_.end(), [](const Piece& p) { return p.bytes == 0; }),
+      pieces_.end());
+  starts_.reserve(pieces_.size());
+  for (const Piece& p : pieces_) {
     starts_.push_back(total_);
     total_ += p.bytes;
   }
