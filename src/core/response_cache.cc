@@ -1,5 +1,7 @@
 #include "core/response_cache.h"
 
+#include <algorithm>
+
 namespace hvdc::core {
 namespace {
 
@@ -39,6 +41,7 @@ bool ResponseCache::put(const Response& response, const Request& local) {
   }
   const uint32_t slot = *free_.begin();
   free_.erase(free_.begin());
+  slots_used_ = std::max(slots_used_, slot + 1);
   Slot& s = slots_[slot];
   s.used = true;
   s.response = response;
@@ -65,6 +68,7 @@ void ResponseCache::erase(uint32_t slot) {
 }
 
 void set_bit(std::vector<uint64_t>& words, uint32_t bit) {
+  if (bit / 64 >= words.size()) words.resize(bit / 64 + 1, 0);  // sized to the words in use
   words[bit / 64] |= uint64_t{1} << (bit % 64);
 }
 

@@ -39,6 +39,9 @@ class ResponseCache {
 
   size_t capacity() const { return slots_.size(); }
   size_t words() const { return (slots_.size() + 63) / 64; }  // bit-vector length
+  // The words that can hold a set bit: every slot ever used lies below slots_used_, which is the
+  // same on every rank (so are the puts). A round's bit vectors need no more.
+  size_t words_in_use() const { return (slots_used_ + 63) / 64; }
   size_t size() const { return by_name_.size(); }
   // Changes whenever an entry is added or removed (not when one is touched).
   uint64_t generation() const { return generation_; }
@@ -56,6 +59,7 @@ class ResponseCache {
   std::list<uint32_t> lru_;  // front: least recently used
   std::set<uint32_t> free_;  // lowest first, so slot choice needs no communication
   uint64_t generation_ = 0;
+  uint32_t slots_used_ = 0;  // one past the highest slot ever used
 };
 
 // Bit-vector helpers for round messages.

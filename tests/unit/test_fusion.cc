@@ -19,6 +19,8 @@ using hvdc::core::Request;
 using hvdc::core::Response;
 using hvdc::core::ResponseCache;
 using hvdc::core::ResponseKind;
+using hvdc::core::set_bit;
+using hvdc::core::test_bit;
 using hvdc::ops::cpu::Pieces;
 using hvdc::ops::cpu::Segment;
 using hvdc::ops::cpu::SegmentLimits;
@@ -127,6 +129,26 @@ TEST(ResponseCache, HitInvalidMissAndLruEviction) {
   cache.erase(0);
   EXPECT_EQ(cache.lookup(a, &slot), ResponseCache::Lookup::kMiss);
   EXPECT_EQ(cache.size(), 1u);
+}
+
+// A round's bit vectors cover the slots ever used, not the whole capacity; a bit past them
+// grows the vector rather than writing out of it.
+TEST(ResponseCache, WordsInUseFollowTheHighestSlotEverUsed) {
+  ResponseCache cache(200);
+  EXPECT_EQ(cache.words(), 4u);
+  EXPECT_EQ(cache.words_in_use(), 0u);
+  for (int i = 0; i < 65; ++i) {
+    const std::string name = "t" + std::to_string(i);
+    ASSERT_TRUE(cache.put(allreduce(name, 4), request_for(allreduce(name, 4))));
+  }
+  EXPECT_EQ(cache.words_in_use(), 2u);  // slots 0..64
+  cache.erase(64);
+  EXPECT_EQ(cache.words_in_use(), 2u);  // a bit of slot 64 may still be in flight elsewhere
+  std::vector<uint64_t> bits(cache.words_in_use(), 0);
+  set_bit(bits, 150);
+  ASSERT_EQ(bits.size(), 3u);
+  EXPECT_TRUE(test_bit(bits, 150));
+  EXPECT_FALSE(test_bit(bits, 64));
 }
 
 TEST(ResponseCache, OnlySuccessfulAllreduceAndAllgatherAreCacheable) {

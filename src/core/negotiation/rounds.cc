@@ -164,7 +164,7 @@ bool Negotiation::announce_cache_bits(SetState& set, CacheBits* bits) {
   bits->invalid.clear();
   const bool joined_here = self_joined_ && set.info.id == 0;
   if (!set.pending_hits.empty() || joined_here) {
-    bits->hits.assign(set.cache.words(), 0);
+    bits->hits.assign(set.cache.words_in_use(), 0);
     for (const auto& [name, hit] : set.pending_hits) set_bit(bits->hits, hit.slot);
   }
   if (joined_here) {
@@ -176,7 +176,7 @@ bool Negotiation::announce_cache_bits(SetState& set, CacheBits* bits) {
     }
   }
   bool stale = false;
-  for (uint64_t w : set.invalid_bits) stale |= w != 0;
+  for (size_t w = 0; w < set.cache.words_in_use(); ++w) stale |= set.invalid_bits[w] != 0;
   if (stale) {
     bits->invalid.swap(set.invalid_bits);
     set.invalid_bits.assign(set.cache.words(), 0);
@@ -239,7 +239,7 @@ void Negotiation::agree_cached(SetState& set,
                                const std::vector<std::unique_ptr<RoundMessage>>& messages,
                                const std::vector<Response>& negotiated,
                                std::vector<Response>* cached) {
-  const size_t words = set.cache.words();
+  const size_t words = set.cache.words_in_use();
   // Kept between rounds: a warm step's round allocates no bit vectors.
   std::vector<uint64_t>& hits = agree_bits_.hits;
   std::vector<uint64_t>& wanted = agree_bits_.wanted;

@@ -78,7 +78,11 @@ void Board::post_description(const std::string& desc, uint64_t op) {
 
 void Board::post_outcome(const Status& st, uint64_t op) {
   own_->code = st.code();
-  std::snprintf(own_->message, sizeof own_->message, "%s", st.message().c_str());
+  if (st.is_ok()) {
+    own_->message[0] = '\0';  // the usual case, without snprintf's cost
+  } else {
+    std::snprintf(own_->message, sizeof own_->message, "%s", st.message().c_str());
+  }
   transport::raise_flag(&own_->written, &own_->written_sleepers, op);
 }
 
