@@ -226,8 +226,17 @@ TEST_P(InPlaceLocal, AgreesWithTheOrderedAlgorithmBitForBit) {
       // Every fourth case reduces mapped segments in blocks of 1000 bytes, the last one short;
       // the others in one block per segment.
       access.block_bytes = i % 4 == 1 ? 1000 : 16 << 10;
-      // Every third case, half the ranks stage their heap buffers: staged views meet others.
-      access.stage_max_bytes = i % 3 == 0 && (i / 3 + comm.index) % 2 == 0 ? 4 * kOutputAt : 0;
+      // The cases come in threes, one per kind of output (all_cases); the settings below hold
+      // for whole threes, so that each meets every kind.
+      const size_t three = i / 3;
+      // Every third three, half the ranks stage their heap buffers: staged views meet others.
+      access.stage_max_bytes =
+          three % 3 == 0 && (three / 3 + comm.index) % 2 == 0 ? 4 * kOutputAt : 0;
+      // A third of the fives of threes (every layout, kLayouts) count every output as cold: out
+      // of place, this rank writes its own output through non-temporal stores (copied out of
+      // its stage, reduced in blocks, or reduced beside the kernel's writes); the others count
+      // none as cold.
+      access.reuse.set_cold_bytes(three / 5 % 3 == 1 ? 0 : SIZE_MAX);
       HVDC_RETURN_IF_ERROR(run_case(comm, cases[i], region.base, i, &problem));
       if (!problem.empty()) problems[comm.index].push_back(problem);
     }

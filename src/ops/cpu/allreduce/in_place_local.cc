@@ -110,12 +110,14 @@ Status share_outcome(Comm& comm, int step, const Status& mine, const char* what,
 // This member's buffers in one op: where it reads its input and writes its result (in, out),
 // and what its peers read and write (shown_in, shown_out): the same views, or its stage, where
 // the peers' chunks pass through while this member reduces its own chunk from and into its
-// own buffers.
+// own buffers. stream_out: `out` is cold (output_reuse.h), and this member writes its own
+// chunk there through non-temporal stores.
 struct OwnBuffers {
   const Pieces& in;
   const Pieces& out;
   const Pieces& shown_in;
   const Pieces& shown_out;
+  bool stream_out;
   bool staged() const { return &shown_out != &out; }
 };
 
@@ -247,11 +249,13 @@ bool reduce_into_both_in_place(const Comm& comm, const Segment& s,
 // copies it to the peers' outputs a block at a time, each block while it is still in the first
 // level cache, so that the peers' copies cost no second pass through memory (the sum's
 // segment is larger than that cache); with `one_pass`, two members in place use one pass
-// instead (reduce_into_both_in_place). Returns false, touching nothing, if some output is not
-// mapped (the kernel's copies are worth their call only by the segment).
+// instead (reduce_into_both_in_place). With `stream_own`, each block is reduced into a
+// scratch block instead and streamed to this member's own output (s.addr). Returns false,
+// touching nothing, if some output is not mapped (the kernel's copies are worth their call only
+// by the segment).
 bool reduce_into_mapped(const Comm& comm, const Segment& s, const std::vector<PeerViews>& views,
                         const std::vector<const char*>& src, size_t esize, const ReduceSpec& spec,
-                        bool one_pass) {
+                        bool one_pass, bool stream_own) {
   const int n = comm.size();
   std::vector<char*>& outs = comm.local->mapped_outputs;
   outs.assign(n, nullptr);
@@ -262,22 +266,29 @@ bool reduce_into_mapped(const Comm& comm, const Segment& s, const std::vector<Pe
   }
   if (one_pass && reduce_into_both_in_place(comm, s, src, outs, esize, spec)) return true;
   const size_t block = std::max(esize, comm.local->block_bytes - comm.local->block_bytes % esize);
+  std::vector<char>& scratch = comm.local->sum;
+  if (stream_own && scratch.size() < block) scratch.resize(block);
   for (size_t at = 0; at < s.bytes; at += block) {
     const size_t bytes = std::min(block, s.bytes - at);
+    char* sum = stream_own ? scratch.data() : s.addr + at;
     reduce_in_member_order(
-        s.addr + at, n, [&](int m) { return src[m] + at; }, bytes / esize, spec);
+        sum, n, [&](int m) { return src[m] + at; }, bytes / esize, spec);
     for (int m = 0; m < n; ++m) {
-      if (outs[m] != nullptr) common::copy_bytes(outs[m] + at, s.addr + at, bytes);
+      if (outs[m] != nullptr) common::copy_bytes(outs[m] + at, sum, bytes);
     }
+    if (stream_own) local::stream_copy(s.addr + at, sum, bytes);
   }
   return true;
 }
 
 // Reduces this member's chunk of every member's input, in member order, finishes it (average,
 // postscale) and writes it into every member's output. No other member touches this chunk of
-// any buffer, in place or not, so no peer's own work can race with these writes.
+// any buffer, in place or not, so no peer's own work can race with these writes. With
+// `stream_own` (a cold output, out of place) this member's own output is written through
+// non-temporal stores.
 Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
-                        const std::vector<PeerViews>& views, bool mapped, const ReduceSpec& spec) {
+                        const std::vector<PeerViews>& views, bool mapped, bool stream_own,
+                        const ReduceSpec& spec) {
   const int n = comm.size();
   const int me = comm.index;
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
@@ -300,7 +311,9 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   const bool stream = mapped && !in_place && out.bytes() >= comm.local->stream_min_bytes;
   const bool one_pass = out.bytes() <= comm.local->one_pass_max_bytes;
   std::vector<char>& scratch = comm.local->sum;
-  if (stream && scratch.size() < limits.max_direct) scratch.resize(limits.max_direct);
+  if ((stream || stream_own) && scratch.size() < limits.max_direct) {
+    scratch.resize(limits.max_direct);
+  }
   std::vector<const char*> src(n);
   for (const Segment& s : segs) {
     for (int m = 0; m < n; ++m) {
@@ -314,12 +327,13 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
         src[m] = slot;
       }
     }
-    if (!stream && reduce_into_mapped(comm, s, views, src, ch.esize, spec, one_pass)) {
+    if (!stream && reduce_into_mapped(comm, s, views, src, ch.esize, spec, one_pass,
+                                      stream_own && !s.staged)) {
       if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
       continue;
     }
     const size_t count = s.bytes / ch.esize;
-    char* sum = stream && !s.staged ? scratch.data() : s.addr;
+    char* sum = (stream || stream_own) && !s.staged ? scratch.data() : s.addr;
     reduce_in_member_order(
         sum, n, [&](int m) { return src[m]; }, count, spec);
     for (int m = 0; m < n; ++m) {
@@ -328,7 +342,7 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
     if (sum != s.addr) local::stream_copy(s.addr, sum, s.bytes);
     if (s.staged) out.scatter(s.offset, s.bytes, s.addr);
   }
-  if (stream) local::stream_fence();  // before the "written" notice
+  if (stream || stream_own) local::stream_fence();  // before the "written" notice
   return Status::ok();
 }
 
@@ -339,7 +353,8 @@ Status reduce_opened(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
   if (!opened.is_ok()) return opened;
   const Chunks ch = make_chunks(own.out, comm.size(), common::dtype_size(spec.dtype));
   // A staged member's own buffers are its heap's, where streaming measured slower.
-  return reduce_own_chunk(comm, own.in, own.out, ch, views, !needs_cma && !own.staged(), spec);
+  return reduce_own_chunk(comm, own.in, own.out, ch, views, !needs_cma && !own.staged(),
+                          own.stream_out, spec);
 }
 
 // Whether the views opened for the set's last op on the board serve this one: every member
@@ -453,11 +468,20 @@ Status reduce_in_place(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   return agreed;
 }
 
-// Copies every byte of `from` into `to` except member `me`'s chunk.
-void copy_other_chunks(const Pieces& from, const Pieces& to, const Chunks& ch, int me) {
-  from.copy_to(to, 0, ch.offset(me));
+// Copies every byte of `from` into `to` except member `me`'s chunk; with `stream`, through
+// non-temporal stores, fenced.
+void copy_other_chunks(const Pieces& from, const Pieces& to, const Chunks& ch, int me,
+                       bool stream) {
+  auto copy = [&](size_t offset, size_t len) {
+    if (!stream) return from.copy_to(to, offset, len);
+    from.for_each_with(to, offset, len, [](const char* src, char* dst, size_t n) {
+      local::stream_copy(dst, src, n);
+    });
+  };
+  copy(0, ch.offset(me));
   const size_t end = ch.offset(me) + ch.bytes(me);
-  from.copy_to(to, end, from.bytes() - end);
+  copy(end, from.bytes() - end);
+  if (stream) local::stream_fence();
 }
 
 }  // namespace
@@ -469,6 +493,9 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
   // Looked up once per op: the set's verdicts, board and description live here.
   SetAccess& set = access.sets[comm.members];
   if (set.cma == Verdict::kRefused && set.mapping == Verdict::kRefused) return Status::ok();
+  // Out of place, a cold output (one this rank wrote long ago) is written past the cache.
+  const bool stream_out = !same_pieces(in, out) && access.reuse.cold(out);
+  access.reuse.written(out);
   Pieces staged;
   if (local::wants_stage(access, in, out)) {
     // Staging is this member's own choice (it only changes the views it describes), so a stage
@@ -479,13 +506,16 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
       access.stage_max_bytes = 0;
     }
   }
-  if (staged.bytes() == 0) return reduce_in_place(comm, {in, out, in, out}, spec, set, ran);
+  if (staged.bytes() == 0) {
+    return reduce_in_place(comm, {in, out, in, out, stream_out}, spec, set, ran);
+  }
   // The peers read their chunks of this member's input from the stage and write their results
   // there; this member reduces its own chunk from its input into its output directly.
   const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
-  copy_other_chunks(in, staged, ch, comm.index);
-  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, {in, out, staged, staged}, spec, set, ran));
-  if (*ran) copy_other_chunks(staged, out, ch, comm.index);
+  copy_other_chunks(in, staged, ch, comm.index, false);
+  HVDC_RETURN_IF_ERROR(
+      reduce_in_place(comm, {in, out, staged, staged, stream_out}, spec, set, ran));
+  if (*ran) copy_other_chunks(staged, out, ch, comm.index, stream_out);
   return Status::ok();
 }
 

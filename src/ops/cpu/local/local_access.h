@@ -11,6 +11,7 @@
 
 #include "memory/peer_regions.h"
 #include "ops/cpu/local/board.h"
+#include "ops/cpu/local/output_reuse.h"
 #include "ops/cpu/local/peer_view.h"
 #include "ops/cpu/pieces.h"
 
@@ -58,6 +59,9 @@ struct LocalAccess {
   // below it the members' inputs and outputs together fit the 8 MiB last-level cache of the VM
   // this was measured on, and streaming lost there (docs/performance.md).
   size_t stream_min_bytes = size_t{4} << 20;
+  // Which outputs are cold when written (output_reuse.h): out of place, this member writes
+  // those through non-temporal stores.
+  OutputReuse reuse;
   // Heap buffers up to this size are copied through `stage` (HVDC_LOCAL_STAGE_BYTES, 0: never),
   // a region of this rank's that its peers map, instead of being read through the kernel.
   size_t stage_max_bytes = 16 << 20;
