@@ -15,12 +15,17 @@ namespace hvdc::common {
 // The vector loop behind copy_bytes for the slow case.
 void copy_blocks(void* dst, const void* src, size_t bytes);
 
-// Copies bytes from src to dst (which must not overlap), as memcpy does.
-inline void copy_bytes(void* dst, const void* src, size_t bytes) {
+// Whether memcpy(dst, src, bytes) would take the slow case above.
+inline bool copy_is_slow(const void* dst, const void* src, size_t bytes) {
   constexpr size_t kRepMovsbMin = 2048;  // below this glibc copies with vector moves
   const uintptr_t distance =
       (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) % 4096;
-  if (bytes >= kRepMovsbMin && distance != 0 && distance < 64) {
+  return bytes >= kRepMovsbMin && distance != 0 && distance < 64;
+}
+
+// Copies bytes from src to dst (which must not overlap), as memcpy does.
+inline void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (copy_is_slow(dst, src, bytes)) {
     copy_blocks(dst, src, bytes);
   } else {
     std::memcpy(dst, src, bytes);

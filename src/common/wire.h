@@ -5,6 +5,7 @@
 // crash or an oversized allocation. Callers add the semantic limits (name length, ndim, counts).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,17 +38,24 @@ class WireWriter {
   std::string take() { return std::move(out_); }
 
  private:
-  // Fields from 2 KiB on (an input riding with a round) are copied by copy_bytes, which avoids
-  // memcpy's slow case for them.
+  // Fields from 2 KiB on (an input riding with a round) land where they would, and only where
+  // that is memcpy's slow case (copy_bytes.h) are they copied by copy_bytes, into space zeroed
+  // first (C++17 strings grow no other way); elsewhere append copies them without the zeroing.
   static constexpr size_t kLargeField = 2048;
   void raw(const void* p, size_t n) {
+    const char* from = static_cast<const char*>(p);
     if (n < kLargeField) {
-      out_.append(static_cast<const char*>(p), n);
+      out_.append(from, n);
       return;
     }
     const size_t at = out_.size();
+    if (out_.capacity() < at + n) out_.reserve(std::max(at + n, 2 * out_.capacity()));
+    if (!copy_is_slow(out_.data() + at, from, n)) {
+      out_.append(from, n);
+      return;
+    }
     out_.resize(at + n);
-    copy_bytes(&out_[at], p, n);
+    copy_bytes(&out_[at], from, n);
   }
   std::string out_;
 };

@@ -530,3 +530,28 @@ TEST(Message, RandomBytesNeverCrash) {
 }
 
 }  // namespace
+
+namespace {
+
+// A large field is appended where its copy is fast and copied by copy_bytes where memcpy would
+// be slow (common/copy_bytes.h): from every source offset in a page, one or the other, the
+// field reads back whole, after a small field, and twice in one writer (the second grows it).
+TEST(WireLargeFields, EverySourceOffsetReadsBack) {
+  constexpr size_t kField = 4096 + 24;
+  std::vector<char> area(2 * 4096 + kField);
+  char* page = area.data() + (4096 - reinterpret_cast<uintptr_t>(area.data()) % 4096) % 4096;
+  for (size_t i = 0; i < area.size(); ++i) area[i] = static_cast<char>(i * 131 + 7);
+  for (size_t offset = 0; offset < 4096; ++offset) {
+    const char* src = page + offset;
+    WireWriter out;
+    out.u32(7);
+    out.bytes(src, kField);
+    out.bytes(src + 1, kField - 1);
+    const std::string wire = out.take();
+    ASSERT_EQ(4 + 2 * kField - 1, wire.size()) << "offset " << offset;
+    ASSERT_EQ(0, std::memcmp(wire.data() + 4, src, kField)) << "offset " << offset;
+    ASSERT_EQ(0, std::memcmp(wire.data() + 4 + kField, src + 1, kField - 1)) << "offset " << offset;
+  }
+}
+
+}  // namespace
