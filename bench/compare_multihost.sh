@@ -48,18 +48,18 @@ measure_link() {
   wait $send_a $recv_a $recv_b
 }
 
-# run_crossing NAME BENCH_FLAG MPIRUN_ARGS...: one hvdc_bench sweep across the pair (BENCH_FLAG
-# --mpi-only for Open MPI alone, or ""); fails unless at least the largest allreduce's timed
-# bytes came into host B over the veth.
+# run_crossing NAME BENCH_FLAG MIN MAX ITERS MPIRUN_ARGS...: one hvdc_bench sweep across the pair
+# (BENCH_FLAG --mpi-only for Open MPI alone, or ""); fails unless at least the largest
+# allreduce's timed bytes came into host B over the veth.
 run_crossing() {
-  local name=$1 flag=$2
-  shift 2
+  local name=$1 flag=$2 lo=$3 hi=$4 n=$5
+  shift 5
   local before after need
   before=$(veth_b_rx_bytes)
-  mpirun_two_hosts "$@" "$bench" ${flag:+"$flag"} -b "$min" -e "$max" -f 4 -n "$iters" -w 3 \
+  mpirun_two_hosts "$@" "$bench" ${flag:+"$flag"} -b "$lo" -e "$hi" -f 4 -n "$n" -w 3 \
     --json "$out/raw/$name.json"
   after=$(veth_b_rx_bytes)
-  need=$(($(numfmt --from=iec "$max") * iters))
+  need=$(($(numfmt --from=iec "$hi") * n))
   echo "$name: $((after - before)) bytes into host B over the veth (at least $need expected)"
   if [ $((after - before)) -lt "$need" ]; then
     echo "FAIL: $name's allreduces did not cross the veth" >&2
@@ -67,10 +67,28 @@ run_crossing() {
   fi
 }
 
+# Up to 16 MiB a sweep of ITERS ops lasts a few milliseconds, about one scheduler tick, and
+# whole sweeps came out 2x apart for hvdc and Open MPI alike: those sizes run 5x the ops, in a
+# sweep of their own; 64 MiB and up keep ITERS.
+max_bytes=$(numfmt --from=iec "$max")
+mid_max=$((max_bytes < 16 << 20 ? max_bytes : 16 << 20))
+sweeps=("mid $min $mid_max $((iters * 5))")
+if [ "$max_bytes" -ge $((64 << 20)) ]; then sweeps+=("large 64M $max $iters"); fi
+
+# crossing_sweeps NAME BENCH_FLAG MPIRUN_ARGS...: every sweep above, as NAME-SWEEP-I.json.
+crossing_sweeps() {
+  local name=$1 flag=$2 sweep part lo hi n
+  shift 2
+  for sweep in "${sweeps[@]}"; do
+    read -r part lo hi n <<<"$sweep"
+    run_crossing "$name-$part-$i" "$flag" "$lo" "$hi" "$n" "$@"
+  done
+}
+
 for i in $(seq 1 "$runs"); do
   echo "-- two hosts, invocation $i"
   measure_link "$i"
-  run_crossing "mh-hvdc-$i" "" --mca pml ob1 --mca btl self,tcp
-  run_crossing "mh-ob1-$i" --mpi-only --mca pml ob1 --mca btl self,tcp
-  run_crossing "mh-ucx-$i" --mpi-only --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+  crossing_sweeps mh-hvdc "" --mca pml ob1 --mca btl self,tcp
+  crossing_sweeps mh-ob1 --mpi-only --mca pml ob1 --mca btl self,tcp
+  crossing_sweeps mh-ucx --mpi-only --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
 done
