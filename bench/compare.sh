@@ -13,8 +13,8 @@
 #   --runs N  invocations per figure (default 3; --quick sets 1)
 #   --out DIR where logs, raw JSON, compare.{md,json,csv} and allreduce_np2.svg go
 #             (default build/compare/<UTC time>)
-#   --docs    also copy the table to docs/perf/compare-<date>.md and the plot to
-#             docs/img/allreduce_np2.svg
+#   --docs    also copy the table to docs/perf/compare-<date>.md, its raw numbers to
+#             docs/perf/compare-<date>.json and the plot to docs/img/allreduce_np2.svg
 # Run it as root for the two-host rows (network namespaces); elsewhere they are skipped with
 # the reason. Other jobs on the machine make every figure noisy: run it on a quiet machine.
 set -euo pipefail
@@ -188,9 +188,11 @@ if wants bw; then
 fi
 if [ $docs = 1 ]; then
   mkdir -p docs/perf docs/img
-  cp "$out/compare.md" "docs/perf/compare-$(date -u +%Y-%m-%d).md"
+  stem="docs/perf/compare-$(date -u +%Y-%m-%d)"
+  cp "$out/compare.md" "$stem.md"
+  cp "$out/compare.json" "$stem.json"
   if [ -f "$out/allreduce_np2.svg" ]; then cp "$out/allreduce_np2.svg" docs/img/allreduce_np2.svg; fi
-  echo "copied to docs/perf/compare-$(date -u +%Y-%m-%d).md and docs/img/allreduce_np2.svg"
+  echo "copied to $stem.md, $stem.json and docs/img/allreduce_np2.svg"
 fi
 if [ -s "$out/failures.txt" ]; then
   echo "compare.sh: some measurements failed (their cells say so):" >&2
