@@ -24,7 +24,7 @@ check() {
     passed=$((passed + 1))
   fi
 }
-check "defaults" HVDC_UNUSED=1
+check "defaults"
 check "UCX_TLS=tcp" UCX_TLS=tcp
 check "UCX_TLS=shm,self" UCX_TLS=shm,self
 check "UCX_TLS=sm,self" UCX_TLS=sm,self

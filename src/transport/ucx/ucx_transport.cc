@@ -9,7 +9,9 @@
 #include <net/if.h>
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,24 +49,30 @@ void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
   ctx->transport->mark_peer_failed(ctx->peer, status);
 }
 
-// Peer error handling excludes UCX 1.13's shared-memory transports unless they are told to
-// handle errors too; without this, ranks on one host talk over TCP loopback (10x the latency).
-// The environment spells it UCX_POSIX_ERROR_HANDLING / UCX_SYSV_ERROR_HANDLING; through
-// ucp_config_modify both are the shared "MM_" table's ERROR_HANDLING field.
-// A UCX_TLS that leaves shared memory out (e.g. "tcp", or "^shm") makes UCX warn about the
-// setting at every worker creation, so it is set only where shared memory may be used.
-bool shm_transports_allowed() {
+// Whether UCX_TLS lets UCX use a transport of a family: unset; in a list, "all", one of the
+// family's `aliases` or one of its `members`; in an exclusion list ("^..."), neither an alias
+// nor every member. A setting for a family UCX does not use makes it warn at every worker
+// creation that no transport took the setting.
+bool ucx_tls_allows(std::initializer_list<const char*> aliases,
+                    std::initializer_list<const char*> members) {
   const char* tls = std::getenv("UCX_TLS");
   if (tls == nullptr) return true;
   const std::string list = tls;
   auto names = [&](const char* name) { return list.find(name) != std::string::npos; };
-  if (!list.empty() && list[0] == '^') {  // an exclusion list: what it leaves
-    return !names("shm") && !names("sm") && !names("mm") && !(names("posix") && names("sysv"));
+  const bool an_alias = std::any_of(aliases.begin(), aliases.end(), names);
+  if (!list.empty() && list[0] == '^') {
+    return !an_alias && !std::all_of(members.begin(), members.end(), names);
   }
-  for (const char* name : {"all", "shm", "sm", "posix", "sysv", "mm"}) {
-    if (names(name)) return true;
-  }
-  return false;
+  return names("all") || an_alias || std::any_of(members.begin(), members.end(), names);
+}
+
+// Peer error handling excludes UCX 1.13's shared-memory transports unless they are told to
+// handle errors too; without this, ranks on one host talk over TCP loopback (10x the latency).
+// The environment spells it UCX_POSIX_ERROR_HANDLING / UCX_SYSV_ERROR_HANDLING; through
+// ucp_config_modify both are the shared "MM_" table's ERROR_HANDLING field. A UCX_TLS that
+// leaves shared memory out (e.g. "tcp", or "^shm") would make UCX warn about it.
+bool shm_transports_allowed() {
+  return ucx_tls_allows({"shm", "sm", "mm"}, {"posix", "sysv"});
 }
 
 // UCX notices a dead peer (its process gone, its host unreachable) only when it next talks to it:
@@ -88,17 +96,6 @@ void enable_shm_error_handling(ucp_config_t* config) {
   ucs_status_t st = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
   if (st != UCS_OK)
     HVDC_LOG_DEBUG("ucp_config_modify(MM_ERROR_HANDLING): %s", ucs_status_string(st));
-}
-
-// Whether UCX_TLS lets UCX use TCP: unset, "all", a list naming "tcp", or an exclusion list
-// ("^...") that does not name it.
-bool tcp_transport_allowed() {
-  const char* tls = std::getenv("UCX_TLS");
-  if (tls == nullptr) return true;
-  const std::string list = tls;
-  const bool names_tcp = list.find("tcp") != std::string::npos;
-  if (!list.empty() && list[0] == '^') return !names_tcp;
-  return names_tcp || list.find("all") != std::string::npos;
 }
 
 // Whether UCX_NET_DEVICES, where set, names one of this host's network interfaces, which are
@@ -136,7 +133,7 @@ void set_tcp_segment_sizes(ucp_config_t* config) {
       std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr) {
     return;
   }
-  if (!tcp_transport_allowed() || !tcp_device_allowed()) return;
+  if (!ucx_tls_allows({}, {"tcp"}) || !tcp_device_allowed()) return;
   for (const auto& [field, value] :
        {std::pair{"TX_SEG_SIZE", "64k"}, std::pair{"RX_SEG_SIZE", "128k"}}) {
     ucs_status_t st = ucp_config_modify(config, field, value);
