@@ -150,7 +150,7 @@ model_steps() {
   local common=(--steps "$model_steps" --warmup "$model_warmup")
   for model in resnet50 bert_base; do
     step "model-$model-ob1-$i" mpirun2 "${pml_ob1[@]}" $model_step --model $model "${common[@]}" \
-      --variants hvdc,hvdc-shared,mpi-allreduce,mpi-iallreduce,mpi-packed \
+      --variants hvdc,hvdc-shared,limit-staged,mpi-allreduce,mpi-iallreduce,mpi-packed \
       --json "$out/raw/model-$model-ob1-$i.json"
     step "model-$model-ucx-$i" mpirun2 "${pml_ucx[@]}" $model_step --model $model "${common[@]}" \
       --variants mpi-allreduce,mpi-iallreduce,mpi-packed \

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "model_step_limit.h"
 #include "model_step_options.h"
 
 namespace {
@@ -22,6 +23,7 @@ namespace {
 using hvdc_model_step::Model;
 using hvdc_model_step::Options;
 using hvdc_model_step::Result;
+using hvdc_model_step::StagedLimit;
 
 // One input and one output view per tensor: the storage a variant reduces. Results are written
 // out of place so the inputs keep their known values across steps and variants.
@@ -54,6 +56,9 @@ const HvdcConfig kHvdcConfigs[] = {{"hvdc", true, true, false},
                                    {"hvdc-nofusion", false, true, false},
                                    {"hvdc-nocache", true, false, false},
                                    {"hvdc-nofusion-nocache", false, false, false}};
+
+// limit-staged groups the tensors as hvdc's default fusion threshold does (2 MiB).
+constexpr size_t kLimitFusionBytes = size_t{2} << 20;
 
 int g_rank = 0;
 
@@ -246,6 +251,15 @@ Result run_named(const Options& o, const std::string& name, const Model& m, Buff
                  int n) {
   for (const HvdcConfig& c : kHvdcConfigs) {
     if (name == c.variant) return run_hvdc(o, c, m, b, rank, n);
+  }
+  if (name == "limit-staged") {
+    StagedLimit limit;
+    std::string error;
+    if (!limit.open(m, kLimitFusionBytes, &error)) {
+      if (rank == 0) std::fprintf(stderr, "hvdc_model_step: %s\n", error.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return run_variant(o, name, m, b.heap, rank, n, [&] { limit.step(b.heap.in, b.heap.out); });
   }
   if (name == "mpi-allreduce") {
     return run_variant(o, name, m, b.heap, rank, n, [&] { mpi_allreduce_step(m, b.heap); });

@@ -24,7 +24,8 @@ const char* const kUsage =
     "usage: hvdc_model_step [--model resnet50|bert_base|PATH] [--steps N] [--warmup N]\n"
     "                       [--variants LIST] [--json FILE] [--check | --no-check]\n"
     "variants (comma list, default all): hvdc, hvdc-shared, hvdc-nofusion, hvdc-nocache,\n"
-    "  hvdc-nofusion-nocache, mpi-allreduce, mpi-iallreduce, mpi-packed\n"
+    "  hvdc-nofusion-nocache, mpi-allreduce, mpi-iallreduce, mpi-packed; on request only:\n"
+    "  limit-staged (np 2 on one host: the heap step's fewest copies, no engine)\n"
     "  (hvdc-shared: the gradients are slices of hvd_mem_alloc buffers)\n"
     "run under mpirun --bind-to none\n";
 
@@ -63,7 +64,7 @@ bool parse_variants(const std::string& list, bool verbose, std::vector<std::stri
   std::string item;
   while (std::getline(ss, item, ',')) {
     const auto& all = all_variants();
-    if (std::find(all.begin(), all.end(), item) == all.end()) {
+    if (std::find(all.begin(), all.end(), item) == all.end() && item != "limit-staged") {
       if (verbose) std::fprintf(stderr, "hvdc_model_step: unknown variant '%s'\n", item.c_str());
       return false;
     }

@@ -140,8 +140,9 @@ const std::vector<Knob>& knob_registry() {
        "Allreduces of host memory among ranks of one host read and write the peers' buffers in "
        "place from this size on (docs/memory.md)."},
       {"HVDC_LOCAL_STAGE_BYTES", nullptr, -1, true, "16777216", parse_non_negative,
-       "Those allreduces on heap buffers up to this size go through a region of this rank's that "
-       "the peers map, instead of through the kernel; 0 never (docs/memory.md)."},
+       "Those allreduces on heap buffers go through a region of this rank's that the peers map, "
+       "instead of through the kernel, where the op (or the window of a larger op) is no larger "
+       "than this; 0 never (docs/memory.md)."},
       {"HVDC_PEER_READS", nullptr, -1, true, "1", parse_bool,
        "0 keeps local peers from reading and writing this rank's buffers in place: its "
        "allreduces move through the transport."},

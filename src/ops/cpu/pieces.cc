@@ -39,6 +39,12 @@ char* Pieces::contiguous(size_t offset, size_t len) const {
   return skip + len <= pieces_[i].bytes ? pieces_[i].data + skip : nullptr;
 }
 
+Pieces Pieces::slice(size_t offset, size_t len) const {
+  std::vector<Piece> parts;
+  for_each(offset, len, [&](char* p, size_t n) { parts.push_back({p, n}); });
+  return Pieces(std::move(parts));
+}
+
 void Pieces::gather(size_t offset, size_t len, char* dst) const {
   for_each(offset, len, [&](char* p, size_t n) {
     common::copy_bytes(dst, p, n);

@@ -55,6 +55,8 @@ class Pieces {
   // Copies [offset, offset + len) out to dst, or in from src.
   void gather(size_t offset, size_t len, char* dst) const;
   void scatter(size_t offset, size_t len, const char* src) const;
+  // The view of bytes [offset, offset + len) only.
+  Pieces slice(size_t offset, size_t len) const;
   // Copies every byte of this view into `to`, a view of the same total size.
   void copy_to(const Pieces& to) const { copy_to(to, 0, total_); }
   // The same for the bytes [offset, offset + len) only.

@@ -19,11 +19,23 @@ Algorithm transport_algorithm(const Comm& comm, size_t bytes, const ReduceSpec& 
   return comm.deterministic ? Algorithm::kOrdered : Algorithm::kRing;
 }
 
-}  // namespace
-
-Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
-  return allreduce(comm, buf, buf, spec);
+// The algorithms on the transport, and the cases that need none.
+Status allreduce_elsewhere(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+                           bool integer_average, bool settled) {
+  const Algorithm algorithm = transport_algorithm(comm, out.bytes(), spec);
+  if (!settled && algorithm == Algorithm::kRing) return allreduce_ring(comm, in, out, spec);
+  // The rest work in place over the outputs.
+  in.copy_to(out);
+  if (integer_average) return allreduce_integer_average(comm, out, spec);
+  if (settled) {
+    finish_reduction(out, 0, out.bytes(), spec);
+    return Status::ok();
+  }
+  if (algorithm == Algorithm::kOrdered) return allreduce_ordered(comm, out, spec);
+  return allreduce_direct(comm, out, spec);
 }
+
+}  // namespace
 
 Status allreduce(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec) {
   const size_t bytes = out.bytes();
@@ -31,22 +43,19 @@ Status allreduce(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSp
   // One member, nothing to reduce, or an integer average (it widens first and comes back here)
   // need no algorithm of their own.
   const bool settled = integer_average || comm.size() == 1 || bytes == 0;
-  if (!settled && comm.local != nullptr && bytes >= comm.local->min_bytes) {
-    bool ran = false;
-    Status st = allreduce_in_place_local(comm, in, out, spec, &ran);
-    if (ran || !st.is_ok()) return st;
+  if (settled || comm.local == nullptr || bytes < comm.local->min_bytes) {
+    return allreduce_elsewhere(comm, in, out, spec, integer_average, settled);
   }
-  const Algorithm algorithm = transport_algorithm(comm, bytes, spec);
-  if (!settled && algorithm == Algorithm::kRing) return allreduce_ring(comm, in, out, spec);
-  // The rest work in place over the outputs.
-  in.copy_to(out);
-  if (integer_average) return allreduce_integer_average(comm, out, spec);
-  if (settled) {
-    finish_reduction(out, 0, bytes, spec);
-    return Status::ok();
-  }
-  if (algorithm == Algorithm::kOrdered) return allreduce_ordered(comm, out, spec);
-  return allreduce_direct(comm, out, spec);
+  size_t done = 0;
+  HVDC_RETURN_IF_ERROR(allreduce_in_place_local(comm, in, out, spec, &done));
+  if (done == bytes) return Status::ok();
+  if (done == 0) return allreduce_elsewhere(comm, in, out, spec, false, false);
+  return allreduce_elsewhere(comm, in.slice(done, bytes - done), out.slice(done, bytes - done),
+                             spec, false, false);
+}
+
+Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec) {
+  return allreduce(comm, buf, buf, spec);
 }
 
 }  // namespace hvdc::ops::cpu

@@ -39,11 +39,13 @@ Status allreduce_ordered(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 
 // Among ranks of one host (comm.local set): reads the peers' buffers in place (local/peer_view.h)
 // and reduces chunk m on member m, from `in` (the same object as `out` in place, else a view of
-// the same layout) into `out`. *ran is false, and nothing happened, when the members may not read
-// each other's memory (agreed on by all; logged once): the caller runs another algorithm.
-// Results depend only on the member count, as with allreduce_ordered.
+// the same layout) into `out`, a window of LocalAccess::window_bytes at a time (the same windows
+// on every member: they depend on the op's size alone). *done is the bytes reduced from the
+// start: all of them, or those before the first window the members may not read each other's
+// memory for (agreed on by all; logged once), where the caller runs another algorithm on the
+// rest. Results depend only on the member count, as with allreduce_ordered.
 Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
-                                const ReduceSpec& spec, bool* ran);
+                                const ReduceSpec& spec, size_t* done);
 
 // Low latency for small messages: every member sends its data to every other, and each member
 // reduces all contributions in member order (so all results agree bit for bit).

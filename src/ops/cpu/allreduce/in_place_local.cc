@@ -2,6 +2,8 @@
 // reduces chunk m of every member's input (mapped, or read through the kernel a segment at a
 // time) and writes each finished segment into every member's output, its own and its peers'.
 // Only tiny messages cross the transport: the buffer descriptions and one "written" notice.
+// Large ops run as windows where a member copies its buffers through its stage, so that each
+// window's copies and reduction stay in the cache.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -111,15 +113,36 @@ Status share_outcome(Comm& comm, int step, const Status& mine, const char* what,
 // and what its peers read and write (shown_in, shown_out): the same views, or its stage, where
 // the peers' chunks pass through while this member reduces its own chunk from and into its
 // own buffers. stream_out: `out` is cold (output_reuse.h), and this member writes its own
-// chunk there through non-temporal stores.
+// chunk there through non-temporal stores. The views are one window of an op of op_bytes;
+// staging: this member copies the op through its stage (this window, or the later ones).
 struct OwnBuffers {
   const Pieces& in;
   const Pieces& out;
   const Pieces& shown_in;
   const Pieces& shown_out;
   bool stream_out;
+  size_t op_bytes;
+  bool staging;
   bool staged() const { return &shown_out != &out; }
 };
+
+// What members learn from one window: whether it ran in place (the verdict allowed it), and
+// whether some member stages the op (each reads every member's description, so all agree).
+struct WindowOutcome {
+  bool ran = false;
+  bool staging = false;
+};
+
+// Whether any of the descriptions desc_of(m, &bytes) says its member stages.
+template <typename DescOf>
+bool any_staging(const Comm& comm, DescOf desc_of) {
+  for (int m = 0; m < comm.size(); ++m) {
+    size_t bytes = 0;
+    const char* desc = desc_of(m, &bytes);
+    if (local::described_staging(desc, bytes)) return true;
+  }
+  return false;
+}
 
 // Whether two views are made of the same pieces (where and how long).
 bool same_pieces(const Pieces& a, const Pieces& b) {
@@ -133,13 +156,17 @@ bool same_pieces(const Pieces& a, const Pieces& b) {
 // This member's description of its buffers, naming its board where it has one. Encoded into
 // set.description, and kept for the next ops on the same pieces while no region came or went
 // (which could move a piece into one or out of it).
-const std::string& describe_mine(const Pieces& in, const Pieces& out, SetAccess& set) {
+const std::string& describe_mine(const Pieces& in, const Pieces& out, bool staging,
+                                 SetAccess& set) {
   const uint64_t regions = memory::regions_generation();
   if (set.described_regions == regions && !set.description.empty() &&
-      same_pieces(set.described_in, in) && same_pieces(set.described_out, out)) {
+      set.described_staging == staging && same_pieces(set.described_in, in) &&
+      same_pieces(set.described_out, out)) {
     return set.description;
   }
   local::BufferDesc desc = local::describe(in, out);
+  desc.staging = staging;
+  set.described_staging = staging;
   if (set.board) desc.board = set.board->ref();
   local::encode(desc, &set.description);
   set.described_in = in;
@@ -285,10 +312,10 @@ bool reduce_into_mapped(const Comm& comm, const Segment& s, const std::vector<Pe
 // postscale) and writes it into every member's output. No other member touches this chunk of
 // any buffer, in place or not, so no peer's own work can race with these writes. With
 // `stream_own` (a cold output, out of place) this member's own output is written through
-// non-temporal stores.
+// non-temporal stores. The choices by size look at the whole op (op_bytes), not the window.
 Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
                         const std::vector<PeerViews>& views, bool mapped, bool stream_own,
-                        const ReduceSpec& spec) {
+                        size_t op_bytes, const ReduceSpec& spec) {
   const int n = comm.size();
   const int me = comm.index;
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
@@ -308,8 +335,8 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   // memory first: the sum goes to a cache-sized scratch and is streamed to every output
   // instead. In place the lines were just read, so normal stores cost nothing extra; and where
   // some buffer is reached through the kernel, streaming measured slower (docs/performance.md).
-  const bool stream = mapped && !in_place && out.bytes() >= comm.local->stream_min_bytes;
-  const bool one_pass = out.bytes() <= comm.local->one_pass_max_bytes;
+  const bool stream = mapped && !in_place && op_bytes >= comm.local->stream_min_bytes;
+  const bool one_pass = op_bytes <= comm.local->one_pass_max_bytes;
   std::vector<char>& scratch = comm.local->sum;
   if ((stream || stream_own) && scratch.size() < limits.max_direct) {
     scratch.resize(limits.max_direct);
@@ -354,7 +381,7 @@ Status reduce_opened(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
   const Chunks ch = make_chunks(own.out, comm.size(), common::dtype_size(spec.dtype));
   // A staged member's own buffers are its heap's, where streaming measured slower.
   return reduce_own_chunk(comm, own.in, own.out, ch, views, !needs_cma && !own.staged(),
-                          own.stream_out, spec);
+                          own.stream_out, own.op_bytes, spec);
 }
 
 // Whether the views opened for the set's last op on the board serve this one: every member
@@ -391,12 +418,14 @@ void open_board_views(Comm& comm, const Pieces& out, SetAccess& set, const Board
 
 // The op with both exchanges on the members' boards (board.h).
 Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
-                       const std::string& mine, SetAccess& set, bool* ran) {
+                       const std::string& mine, SetAccess& set, WindowOutcome* outcome) {
   LocalAccess& access = *comm.local;
   Board& board = *set.board;
   const uint64_t op = board.next_op();
   board.post_description(mine, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/false, op));
+  outcome->staging =
+      any_staging(comm, [&](int m, size_t* bytes) { return board.description(m, bytes); });
   const std::vector<PeerViews>& views = set.views;
   bool needs_cma = set.views_need_cma;
   Status opened;
@@ -410,7 +439,7 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   // another still reads this one.
   board.post_outcome(st, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/true, op));
-  *ran = use;
+  outcome->ran = use;
   if (!use) return Status::ok();
   return agree_outcomes(comm, st, "reduce its part and write it in place",
                         [&](int m) { return board.outcome(m); });
@@ -435,12 +464,12 @@ void ensure_board(const Comm& comm, SetAccess& set) {
 // exchanged through the transport until every member has opened every peer's board, then on
 // the boards.
 Status reduce_in_place(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec, SetAccess& set,
-                       bool* ran) {
+                       WindowOutcome* outcome) {
   LocalAccess& access = *comm.local;
   ensure_board(comm, set);
-  const std::string& mine = describe_mine(own.shown_in, own.shown_out, set);
+  const std::string& mine = describe_mine(own.shown_in, own.shown_out, own.staging, set);
   if (set.board && set.board->ready && set.board->fits(mine.size())) {
-    return reduce_on_board(comm, own, spec, mine, set, ran);
+    return reduce_on_board(comm, own, spec, mine, set, outcome);
   }
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
@@ -452,10 +481,11 @@ Status reduce_in_place(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
     return all.data() + m * mine.size();
   };
   open_views(comm, own.shown_out, access, desc_of, set.board.get(), &views, &needs_cma, &opened);
+  outcome->staging = any_staging(comm, desc_of);
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   if (!use) return Status::ok();
-  *ran = true;
+  outcome->ran = true;
   const Status st = reduce_opened(comm, own, spec, views, needs_cma, opened);
   // Every member's output is complete, and no member reads any buffer again, only once every
   // member has written its chunk everywhere.
@@ -484,18 +514,14 @@ void copy_other_chunks(const Pieces& from, const Pieces& to, const Chunks& ch, i
   if (stream) local::stream_fence();
 }
 
-}  // namespace
-
-Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
-                                const ReduceSpec& spec, bool* ran) {
-  *ran = false;
+// One window of an op of op_bytes (the whole op where it is one window).
+Status reduce_window(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
+                     size_t op_bytes, SetAccess& set, WindowOutcome* outcome) {
   LocalAccess& access = *comm.local;
-  // Looked up once per op: the set's verdicts, board and description live here.
-  SetAccess& set = access.sets[comm.members];
-  if (set.cma == Verdict::kRefused && set.mapping == Verdict::kRefused) return Status::ok();
   // Out of place, a cold output (one this rank wrote long ago) is written past the cache.
   const bool stream_out = !same_pieces(in, out) && access.reuse.cold(out);
   access.reuse.written(out);
+  const bool staging = local::stages_windows(access, in, out);
   Pieces staged;
   if (local::wants_stage(access, in, out)) {
     // Staging is this member's own choice (it only changes the views it describes), so a stage
@@ -507,15 +533,57 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
     }
   }
   if (staged.bytes() == 0) {
-    return reduce_in_place(comm, {in, out, in, out, stream_out}, spec, set, ran);
+    return reduce_in_place(comm, {in, out, in, out, stream_out, op_bytes, staging}, spec, set,
+                           outcome);
   }
   // The peers read their chunks of this member's input from the stage and write their results
   // there; this member reduces its own chunk from its input into its output directly.
   const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
   copy_other_chunks(in, staged, ch, comm.index, false);
-  HVDC_RETURN_IF_ERROR(
-      reduce_in_place(comm, {in, out, staged, staged, stream_out}, spec, set, ran));
-  if (*ran) copy_other_chunks(staged, out, ch, comm.index, stream_out);
+  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, {in, out, staged, staged, stream_out, op_bytes, true},
+                                       spec, set, outcome));
+  if (outcome->ran) copy_other_chunks(staged, out, ch, comm.index, stream_out);
+  return Status::ok();
+}
+
+// The window length of an op: about window_bytes, in whole pages, the windows of even length
+// but the last.
+size_t window_of(const LocalAccess& access, size_t op_bytes) {
+  if (op_bytes <= access.window_bytes) return op_bytes;
+  const size_t windows = (op_bytes + access.window_bytes - 1) / access.window_bytes;
+  const size_t even = (op_bytes + windows - 1) / windows;
+  return (even + local::kPageBytes - 1) / local::kPageBytes * local::kPageBytes;
+}
+
+}  // namespace
+
+Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
+                                const ReduceSpec& spec, size_t* done) {
+  *done = 0;
+  LocalAccess& access = *comm.local;
+  // Looked up once per op: the set's verdicts, board and description live here.
+  SetAccess& set = access.sets[comm.members];
+  if (set.cma == Verdict::kRefused && set.mapping == Verdict::kRefused) return Status::ok();
+  const size_t bytes = out.bytes();
+  // Windows pay off where a member copies through its stage, which holds one window, so that
+  // the copies and the reduction stay in the cache; elsewhere each window only costs the
+  // members two more exchanges. Whether some member stages is known once the descriptions of
+  // the first window are read: the set's last op tells whether to cut that one short.
+  const size_t window = set.last_op_staging ? window_of(access, bytes) : bytes;
+  bool windowed = true;
+  while (*done < bytes) {
+    const size_t len = windowed ? std::min(window, bytes - *done) : bytes - *done;
+    WindowOutcome outcome;
+    const Status st = len == bytes
+                          ? reduce_window(comm, in, out, spec, bytes, set, &outcome)
+                          : reduce_window(comm, in.slice(*done, len), out.slice(*done, len), spec,
+                                          bytes, set, &outcome);
+    // Known to every member once the descriptions were read, whatever came after.
+    if (*done == 0) windowed = set.last_op_staging = outcome.staging;
+    HVDC_RETURN_IF_ERROR(st);
+    if (!outcome.ran) return Status::ok();
+    *done += len;
+  }
   return Status::ok();
 }
 

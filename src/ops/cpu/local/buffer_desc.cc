@@ -10,7 +10,8 @@ namespace {
 using common::make_error;
 
 constexpr uint32_t kMagic = 0x68764c42;   // "hvLB"
-constexpr size_t kHeaderBytes = 16 + 32;  // magic, pid, piece count, board
+constexpr size_t kHeaderBytes = 16 + 32;  // magic, pid, piece count, flags, board
+constexpr uint32_t kFlagStaging = 1;
 constexpr size_t kPieceBytes = 48;
 
 template <typename T>
@@ -95,10 +96,19 @@ void encode(const BufferDesc& desc, std::string* out) {
   out->reserve(encoded_size(desc.outputs.size()));
   put<uint32_t>(out, kMagic);
   put<int32_t>(out, desc.pid);
-  put<uint64_t>(out, desc.outputs.size());
+  put<uint32_t>(out, static_cast<uint32_t>(desc.outputs.size()));
+  put<uint32_t>(out, desc.staging ? kFlagStaging : 0);
   put_region(out, desc.board);
   for (const PieceDesc& p : desc.inputs) put_piece(out, p);
   for (const PieceDesc& p : desc.outputs) put_piece(out, p);
+}
+
+bool described_staging(const char* data, size_t bytes) {
+  if (bytes < kHeaderBytes) return false;
+  const char* p = data;
+  if (get<uint32_t>(p) != kMagic) return false;
+  p += 8;  // pid, piece count
+  return (get<uint32_t>(p) & kFlagStaging) != 0;
 }
 
 Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* out) {
@@ -111,9 +121,10 @@ Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* ou
     return make_error(HVD_ERR_INTERNAL, "a peer's buffer description is corrupt");
   }
   out->pid = get<int32_t>(p);
-  if (get<uint64_t>(p) != mine.count()) {
+  if (get<uint32_t>(p) != mine.count()) {
     return make_error(HVD_ERR_INTERNAL, "a peer's buffer has another piece count");
   }
+  out->staging = (get<uint32_t>(p) & kFlagStaging) != 0;
   out->board = get_region(p);
   out->inputs.clear();
   out->outputs.clear();

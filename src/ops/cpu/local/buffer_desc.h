@@ -28,6 +28,7 @@ struct PieceDesc {
 // an allreduce in place.
 struct BufferDesc {
   pid_t pid = 0;
+  bool staging = false;     // the member copies this op through its stage (local/stage.h)
   memory::RegionRef board;  // the member's board (board.h); id 0: it has none
   std::vector<PieceDesc> inputs;
   std::vector<PieceDesc> outputs;
@@ -40,6 +41,8 @@ BufferDesc describe(const Pieces& in, const Pieces& out);
 size_t encoded_size(size_t pieces);
 // Encodes desc into *out, replacing its contents (its capacity is kept).
 void encode(const BufferDesc& desc, std::string* out);
+// Whether an encoded description says its member stages (false if it is no description).
+bool described_staging(const char* data, size_t bytes);
 // Checks the record against the layout of `mine` (the same piece sizes in the same order).
 Status decode(const char* data, size_t bytes, const Pieces& mine, BufferDesc* out);
 

@@ -30,8 +30,13 @@ struct SetAccess {
   // opened is reused while it still holds (in_place_local.cc).
   Pieces described_in, described_out;  // the views `description` names
   uint64_t described_regions = 0;      // memory::regions_generation() when described
-  std::vector<std::string> peers;      // each peer's description that `views` were opened from
-  std::vector<PeerViews> views;        // by member
+  bool described_staging = false;      // what `description` says of staging (buffer_desc.h)
+  // Whether some member copied windows through its stage in the set's last op here (read from
+  // every member's description, so the same on each): the next op is cut into windows from its
+  // start only then, so that sets on hvd_mem_alloc buffers pay for no windows (in_place_local.cc).
+  bool last_op_staging = false;
+  std::vector<std::string> peers;  // each peer's description that `views` were opened from
+  std::vector<PeerViews> views;    // by member
   bool views_need_cma = false;
   uint64_t views_mappings = ~uint64_t{0};  // LocalAccess::regions.generation() when opened
 };
@@ -62,10 +67,17 @@ struct LocalAccess {
   // Which outputs are cold when written (output_reuse.h): out of place, this member writes
   // those through non-temporal stores.
   OutputReuse reuse;
-  // Heap buffers up to this size are copied through `stage` (HVDC_LOCAL_STAGE_BYTES, 0: never),
-  // a region of this rank's that its peers map, instead of being read through the kernel.
+  // Ops larger than this run as windows of about this size, one after the other, where a member
+  // stages them: a window is copied into the stage, reduced and copied out while its lines are
+  // still in the cache. The same on every member (never a setting): they must cut the same
+  // windows. 1 MiB: the ResNet-50 and BERT-base heap steps ran faster than with 2 or 4 MiB
+  // (docs/performance.md).
+  size_t window_bytes = size_t{1} << 20;
+  // Heap buffers are copied through `stage` (HVDC_LOCAL_STAGE_BYTES, 0: never), a region of this
+  // rank's that its peers map, instead of being read through the kernel, where the op (or its
+  // window) is no larger than this.
   size_t stage_max_bytes = 16 << 20;
-  void* stage = nullptr;   // mapped on first use
+  void* stage = nullptr;   // mapped on first use, as long as the longest op or window staged
   size_t stage_bytes = 0;  // its length
 
   LocalAccess() = default;

@@ -1,5 +1,6 @@
 #include "ops/cpu/local/stage.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "common/log.h"
@@ -24,6 +25,11 @@ LocalAccess::~LocalAccess() {
   if (!st.is_ok()) HVDC_LOG_WARNING("freeing the allreduce stage: %s", st.message().c_str());
 }
 
+bool stages_windows(const LocalAccess& access, const Pieces& in, const Pieces& out) {
+  if (out.bytes() == 0 || access.stage_max_bytes < access.window_bytes) return false;
+  return !in_regions(out) || (&in != &out && !in_regions(in));
+}
+
 bool wants_stage(const LocalAccess& access, const Pieces& in, const Pieces& out) {
   if (out.bytes() == 0 || out.bytes() > access.stage_max_bytes) return false;
   return !in_regions(out) || (&in != &out && !in_regions(in));
@@ -34,9 +40,11 @@ Status stage_view(LocalAccess& access, const Pieces& out, Pieces* staged) {
     if (access.stage != nullptr) HVDC_RETURN_IF_ERROR(memory::free_region(access.stage));
     access.stage = nullptr;
     access.stage_bytes = 0;
-    HVDC_RETURN_IF_ERROR(memory::allocate_region(access.stage_max_bytes, &access.stage)
-                             .with_context("mapping the allreduce stage"));
-    access.stage_bytes = access.stage_max_bytes;
+    const size_t bytes =
+        std::max(out.bytes(), std::min(access.window_bytes, access.stage_max_bytes));
+    HVDC_RETURN_IF_ERROR(
+        memory::allocate_region(bytes, &access.stage).with_context("mapping the allreduce stage"));
+    access.stage_bytes = bytes;
   }
   std::vector<Piece> pieces;
   pieces.reserve(out.count());
