@@ -6,9 +6,13 @@
                                               raw number and the table), compare.csv (one raw
                                               number a line) and compare.md, prints the table
 
-Every figure in the table is the median over invocations; ratios and targets are computed from
-those medians, against the better Open MPI pml and capped at 90% of the limit measured in the
-same run (DESIGN.md section 6).
+Every figure in the table is the median over invocations. Ratios and verdicts are taken side
+by side within each invocation (hvdc against that invocation's better Open MPI pml, its limit,
+its target), then their median is shown: a slow phase of the machine between invocations then
+never pairs one invocation's hvdc with another's MPI or limit. Targets are against the better
+Open MPI pml, capped at 90% of the limit measured in the same run (DESIGN.md section 6); the
+target column shows the target computed from the medians, the met? column the median of hvdc
+against each invocation's own target.
 """
 import csv
 import datetime
@@ -77,6 +81,15 @@ class Series:
 
     def median(self, name, key="value"):
         values = list(self.data.get(name, {}).get(key, {}).values())
+        return statistics.median(values) if values else None
+
+    def at(self, name, key, i):
+        return self.data.get(name, {}).get(key, {}).get(i)
+
+    def median_over(self, fn):
+        """The median over the invocations of fn(i), skipping those where it is None."""
+        invocations = sorted({i for d in self.data.values() for k in d.values() for i in k})
+        values = [v for v in (fn(i) for i in invocations) if v is not None]
         return statistics.median(values) if values else None
 
 
@@ -160,6 +173,18 @@ def verdict(ok):
     return "-" if ok is None else ("yes" if ok else "**no**")
 
 
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def margin_verdict(margin):
+    """margin: the median over invocations of hvdc against that invocation's target (>= 1 met;
+    for times, target / hvdc)."""
+    if margin is None:
+        return "-"
+    return "%s (%.2fx target)" % (verdict(margin >= 1), margin)
+
+
 def bandwidth_target(size):
     if size <= 64 * KIB:
         return 1.0
@@ -179,17 +204,27 @@ def one_host_rows(s):
         h, o, u, lim = (s.median(k, size) for k in ("hvdc", "ob1", "ucx", "limit_busbw"))
         if not (h or o or u or lim):
             continue
-        better = largest(o, u)
-        target, why = None, ""
-        if better:
-            target, why = bandwidth_target(size) * better, "%.1fx MPI" % bandwidth_target(size)
-            if lim and target > 0.9 * lim:
-                target, why = 0.9 * lim, "90% of limit"
+        target, why = bandwidth_target_of(size, largest(o, u), lim)
+
+        def at(i, size=size):
+            h, o, u, lim = (s.at(k, size, i) for k in ("hvdc", "ob1", "ucx", "limit_busbw"))
+            return h, largest(o, u), bandwidth_target_of(size, largest(o, u), lim)[0]
         rows.append(["busbw %s, GB/s" % size_label(size), fmt(h), fmt(o), fmt(u), fmt(lim),
-                     fmt(h / better) + "x" if h and better else "-",
+                     fmt(s.median_over(lambda i: ratio(at(i)[0], at(i)[1]))) + "x"
+                     if h and largest(o, u) else "-",
                      ">= %s (%s)" % (fmt(target), why) if target else "-",
-                     verdict(h >= target if h and target else None)])
+                     margin_verdict(s.median_over(lambda i: ratio(at(i)[0], at(i)[2])))])
     return rows
+
+
+def bandwidth_target_of(size, better, lim):
+    """The target busbw against the better MPI, capped at 90% of the limit, and why."""
+    if not better:
+        return None, ""
+    target, why = bandwidth_target(size) * better, "%.1fx MPI" % bandwidth_target(size)
+    if lim and target > 0.9 * lim:
+        target, why = 0.9 * lim, "90% of limit"
+    return target, why
 
 
 def limit_rows(s):
@@ -205,10 +240,14 @@ def limit_rows(s):
         h, lim = s.median("shared", size), s.median("limit_busbw", size)
         if not (h or lim):
             continue
+        def against_limit(i, size=size):
+            return ratio(s.at("shared", size, i), s.at("limit_busbw", size, i))
+        side_by_side = s.median_over(against_limit)
         rows.append(["busbw %s on hvd_mem_alloc buffers, in place, GB/s" % size_label(size),
-                     fmt(h), "-", "-", fmt(lim), fmt(h / lim) + "x limit" if h and lim else "-",
+                     fmt(h), "-", "-", fmt(lim),
+                     fmt(side_by_side) + "x limit" if side_by_side else "-",
                      ">= %s (80%% of limit)" % fmt(0.8 * lim) if lim else "-",
-                     verdict(h >= 0.8 * lim if h and lim else None)])
+                     margin_verdict(side_by_side / 0.8 if side_by_side else None)])
     return rows + cma_rows(s)
 
 
@@ -226,12 +265,13 @@ def cma_rows(s):
     return rows
 
 
-def best_variant(s, model, pml):
+def best_variant(s, model, pml, i=None):
+    """The fastest MPI variant under `pml`: (median ms, name), or in invocation i only."""
     best = None
     for name in s.data:
         prefix = "model_%s_%s_" % (model, pml)
         if name.startswith(prefix):
-            v = s.median(name)
+            v = s.median(name) if i is None else s.at(name, "value", i)
             if v and (best is None or v < best[0]):
                 best = (v, name[len(prefix):])
     return best
@@ -239,6 +279,17 @@ def best_variant(s, model, pml):
 
 def variant_cell(best):
     return "%s (%s)" % (fmt(best[0], 1), best[1]) if best else "-"
+
+
+def model_target_of(better, lim):
+    """The step-time target: 0.6x the better MPI, or 90% of the limit's speed where that is
+    slower, and why."""
+    if not better:
+        return None, ""
+    target, why = MODEL_TARGET * better, "%.1fx MPI" % MODEL_TARGET
+    if lim and target < lim / 0.9:
+        target, why = lim / 0.9, "90% of limit's speed"
+    return target, why
 
 
 # The heap step's limit is hvdc_model_step's limit-staged: the same tensors, the fewest copies
@@ -249,22 +300,27 @@ def model_rows(s):
     for model, title in MODELS:
         o, u = best_variant(s, model, "ob1"), best_variant(s, model, "ucx")
         better = smallest(o[0] if o else None, u[0] if u else None)
-        lim = s.median("model_%s_limit_staged" % model)
+        lim_name = "model_%s_limit_staged" % model
         for source, where in (("hvdc", ""), ("hvdc_shared", " on hvd_mem_alloc gradient buffers")):
-            h = s.median("model_%s_%s" % (model, source))
+            name = "model_%s_%s" % (model, source)
+            h = s.median(name)
             if not (h or o or u) or (source != "hvdc" and not h):
                 continue
-            row_lim = lim if source == "hvdc" else None
-            target, why = None, ""
-            if better:
-                target, why = MODEL_TARGET * better, "%.1fx MPI" % MODEL_TARGET
-                if row_lim and target < row_lim / 0.9:
-                    target, why = row_lim / 0.9, "90% of limit's speed"
+            heap = source == "hvdc"  # the staged limit is the heap step's
+            target, why = model_target_of(better, s.median(lim_name) if heap else None)
+
+            def at(i, name=name, heap=heap):
+                bests = [best_variant(s, model, p, i) for p in ("ob1", "ucx")]
+                better_i = smallest(*(b[0] for b in bests if b))
+                lim_i = s.at(lim_name, "value", i) if heap else None
+                return s.at(name, "value", i), better_i, model_target_of(better_i, lim_i)[0]
+            lim = s.median(lim_name) if heap else None
             rows.append(["%s gradient step%s, ms" % (title, where), fmt(h, 1), variant_cell(o),
-                         variant_cell(u), "%s (staged)" % fmt(row_lim, 1) if row_lim else "-",
-                         fmt(h / better) + "x time" if h and better else "-",
+                         variant_cell(u), "%s (staged)" % fmt(lim, 1) if lim else "-",
+                         fmt(s.median_over(lambda i: ratio(at(i)[0], at(i)[1]))) + "x time"
+                         if h and better else "-",
                          "<= %s (%s)" % (fmt(target, 1), why) if target else "-",
-                         verdict(h <= target if h and target else None)])
+                         margin_verdict(s.median_over(lambda i: ratio(at(i)[2], at(i)[0])))])
     return rows
 
 
@@ -277,17 +333,27 @@ def multihost_rows(s):
     sizes = set(s.data.get("mh_hvdc", {})) | set(s.data.get("mh_ob1", {}))
     for size in sorted(sizes):
         h, o, u = (s.median("mh_" + k, size) for k in ("hvdc", "ob1", "ucx"))
-        better = largest(o, u)
-        target = None
-        if better and bidir:
-            target = max(min(better, 0.9 * bidir), 0.8 * bidir)
+        target = multihost_target_of(largest(o, u), bidir)
+
+        def at(i, size=size):
+            h, o, u = (s.at("mh_" + k, size, i) for k in ("hvdc", "ob1", "ucx"))
+            target_i = multihost_target_of(largest(o, u), s.at("mh_link_bidir", "value", i))
+            return h, largest(o, u), target_i
         rows.append(["two hosts: busbw %s, GB/s (UCX/TCP vs MPI over TCP)" % size_label(size),
                      fmt(h), fmt(o), fmt(u), fmt(bidir),
-                     fmt(h / better) + "x" if h and better else "-",
+                     fmt(s.median_over(lambda i: ratio(at(i)[0], at(i)[1]))) + "x"
+                     if h and largest(o, u) else "-",
                      ">= %s (1.0x MPI, >= 80%% link, <= 90%% link)" % fmt(target)
                      if target else "-",
-                     verdict(h >= target if h and target else None)])
+                     margin_verdict(s.median_over(lambda i: ratio(at(i)[0], at(i)[2])))])
     return rows
+
+
+def multihost_target_of(better, bidir):
+    """1.0x MPI over TCP and 80% of the link both ways at once, capped at 90% of the link."""
+    if not (better and bidir):
+        return None
+    return max(min(better, 0.9 * bidir), 0.8 * bidir)
 
 
 HEADER = ["workload", "hvdc", "Open MPI ob1", "Open MPI pml ucx", "limit",
@@ -335,7 +401,11 @@ def markdown(machine, table, runs, skipped, failures, steadiness=None):
              "reached through process_vm_readv/writev. A heap model step's limit is "
              "`hvdc_model_step`'s limit-staged: the same tensors, each rank copying the half its "
              "peer reduces into a shared stage and the peer's results out of it (1 MiB windows), "
-             "no engine: the fewest copies when the processes cannot map each other's buffers.", ""]
+             "no engine: the fewest copies when the processes cannot map each other's buffers.",
+             "- the ratio and met? columns pair each invocation's figures side by side (hvdc "
+             "against that invocation's MPI, limit and target) and give the median of those "
+             "ratios; met? shows it against the target (>= 1.00x: met). The other cells are "
+             "medians of each figure alone, and the target column is computed from them.", ""]
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
     lines += ["| " + " | ".join(row) + " |" for row in table]
