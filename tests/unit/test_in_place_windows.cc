@@ -53,6 +53,16 @@ Pieces place(const Placement& p, char* region, std::vector<char>& heap) {
 // Called before each op with the op's number and the rank's LocalAccess.
 using BeforeOp = std::function<void(int op, LocalAccess& access)>;
 
+// One float sum in place over the ranks.
+Status sum_in_place(Comm& comm, const Pieces& buf) {
+  ReduceSpec spec;
+  spec.dtype = HVD_FLOAT32;
+  spec.op = HVD_OP_SUM;
+  HVDC_RETURN_IF_ERROR(allreduce(comm, buf, spec));
+  ++comm.seq;
+  return Status::ok();
+}
+
 // kOps float sums in place on the buffer; *problem names the first wrong element.
 Status sum_ops(Comm& comm, LocalAccess& access, const Pieces& buf, const BeforeOp& before,
                std::string* problem) {
@@ -61,11 +71,7 @@ Status sum_ops(Comm& comm, LocalAccess& access, const Pieces& buf, const BeforeO
     std::vector<float> mine(kFloats);
     for (size_t i = 0; i < kFloats; ++i) mine[i] = static_cast<float>(op + comm.index + i % 1000);
     buf.scatter(0, kOpBytes, reinterpret_cast<const char*>(mine.data()));
-    ReduceSpec spec;
-    spec.dtype = HVD_FLOAT32;
-    spec.op = HVD_OP_SUM;
-    HVDC_RETURN_IF_ERROR(allreduce(comm, buf, spec));
-    ++comm.seq;
+    HVDC_RETURN_IF_ERROR(sum_in_place(comm, buf));
     std::vector<float> got(kFloats);
     buf.gather(0, kOpBytes, reinterpret_cast<char*>(got.data()));
     for (size_t i = 0; i < kFloats && problem->empty(); ++i) {
@@ -135,6 +141,40 @@ TEST(InPlaceLocalWindows, MappedBuffersRunWhole) {
 TEST(InPlaceLocalWindows, KernelReadsRunWhole) {
   const Placement heap_unstaged = {false, false, false};
   expect_windows({heap_unstaged, heap_unstaged}, 1);
+}
+
+// A stage shorter than a window stages small ops whole but cuts no windows: an op above the
+// window after them runs whole (through the kernel), not as windows read through the kernel.
+TEST(InPlaceLocalWindows, AStageShorterThanAWindowCutsNoWindows) {
+  std::vector<std::string> problems(2);
+  std::vector<uint64_t> board_ops(2);
+  run_ranks(2, [&](Comm& comm) {
+    LocalAccess access;
+    access.min_bytes = 0;
+    access.window_bytes = kWindowBytes;
+    access.stage_max_bytes = kWindowBytes / 2;
+    comm.local = &access;
+    std::vector<char> heap;
+    // Two ops staged whole (the first through the transport), then one of four windows' length.
+    for (size_t bytes : {kWindowBytes / 2, kWindowBytes / 2, kOpBytes}) {
+      heap.assign(bytes, 0);
+      const Pieces buf(heap.data(), bytes);
+      std::vector<float> mine(bytes / sizeof(float), static_cast<float>(comm.index + 1));
+      buf.scatter(0, bytes, reinterpret_cast<const char*>(mine.data()));
+      HVDC_RETURN_IF_ERROR(sum_in_place(comm, buf));
+      const float* got = reinterpret_cast<const float*>(heap.data());
+      for (size_t i = 0; i < bytes / sizeof(float) && problems[comm.index].empty(); ++i) {
+        if (got[i] != 3.0f) problems[comm.index] = "element " + std::to_string(i) + " of an op";
+      }
+    }
+    const SetAccess& set = access.sets[comm.members];
+    board_ops[comm.index] = set.board ? set.board->ops() : 0;
+    return Status::ok();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ("", problems[r]) << "rank " << r;
+    EXPECT_EQ(2u, board_ops[r]) << "rank " << r;
+  }
 }
 
 // After a staged op, an op no member stages (staging turned off here, as when a stage cannot be

@@ -540,8 +540,8 @@ Status reduce_window(Comm& comm, const Pieces& in, const Pieces& out, const Redu
   // there; this member reduces its own chunk from its input into its output directly.
   const Chunks ch = make_chunks(out, comm.size(), common::dtype_size(spec.dtype));
   copy_other_chunks(in, staged, ch, comm.index, false);
-  HVDC_RETURN_IF_ERROR(reduce_in_place(comm, {in, out, staged, staged, stream_out, op_bytes, true},
-                                       spec, set, outcome));
+  HVDC_RETURN_IF_ERROR(reduce_in_place(
+      comm, {in, out, staged, staged, stream_out, op_bytes, staging}, spec, set, outcome));
   if (outcome->ran) copy_other_chunks(staged, out, ch, comm.index, stream_out);
   return Status::ok();
 }
