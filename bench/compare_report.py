@@ -177,6 +177,19 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
+def side_by_side(s, at, time=False):
+    """at(i) -> (hvdc, better MPI, target) of invocation i. Returns the medians over invocations
+    of hvdc / MPI and of hvdc against its target (target / hvdc for times): >= 1 met."""
+    def vs_mpi(i):
+        h, better, _ = at(i)
+        return ratio(h, better)
+
+    def margin(i):
+        h, _, target = at(i)
+        return ratio(target, h) if time else ratio(h, target)
+    return s.median_over(vs_mpi), s.median_over(margin)
+
+
 def margin_verdict(margin):
     """margin: the median over invocations of hvdc against that invocation's target (>= 1 met;
     for times, target / hvdc)."""
@@ -209,11 +222,11 @@ def one_host_rows(s):
         def at(i, size=size):
             h, o, u, lim = (s.at(k, size, i) for k in ("hvdc", "ob1", "ucx", "limit_busbw"))
             return h, largest(o, u), bandwidth_target_of(size, largest(o, u), lim)[0]
+        vs_mpi, margin = side_by_side(s, at)
         rows.append(["busbw %s, GB/s" % size_label(size), fmt(h), fmt(o), fmt(u), fmt(lim),
-                     fmt(s.median_over(lambda i: ratio(at(i)[0], at(i)[1]))) + "x"
-                     if h and largest(o, u) else "-",
+                     fmt(vs_mpi) + "x" if vs_mpi else "-",
                      ">= %s (%s)" % (fmt(target), why) if target else "-",
-                     margin_verdict(s.median_over(lambda i: ratio(at(i)[0], at(i)[2])))])
+                     margin_verdict(margin)])
     return rows
 
 
@@ -315,12 +328,12 @@ def model_rows(s):
                 lim_i = s.at(lim_name, "value", i) if heap else None
                 return s.at(name, "value", i), better_i, model_target_of(better_i, lim_i)[0]
             lim = s.median(lim_name) if heap else None
+            vs_mpi, margin = side_by_side(s, at, time=True)
             rows.append(["%s gradient step%s, ms" % (title, where), fmt(h, 1), variant_cell(o),
                          variant_cell(u), "%s (staged)" % fmt(lim, 1) if lim else "-",
-                         fmt(s.median_over(lambda i: ratio(at(i)[0], at(i)[1]))) + "x time"
-                         if h and better else "-",
+                         fmt(vs_mpi) + "x time" if vs_mpi else "-",
                          "<= %s (%s)" % (fmt(target, 1), why) if target else "-",
-                         margin_verdict(s.median_over(lambda i: ratio(at(i)[2], at(i)[0])))])
+                         margin_verdict(margin)])
     return rows
 
 
@@ -339,13 +352,12 @@ def multihost_rows(s):
             h, o, u = (s.at("mh_" + k, size, i) for k in ("hvdc", "ob1", "ucx"))
             target_i = multihost_target_of(largest(o, u), s.at("mh_link_bidir", "value", i))
             return h, largest(o, u), target_i
+        vs_mpi, margin = side_by_side(s, at)
         rows.append(["two hosts: busbw %s, GB/s (UCX/TCP vs MPI over TCP)" % size_label(size),
-                     fmt(h), fmt(o), fmt(u), fmt(bidir),
-                     fmt(s.median_over(lambda i: ratio(at(i)[0], at(i)[1]))) + "x"
-                     if h and largest(o, u) else "-",
+                     fmt(h), fmt(o), fmt(u), fmt(bidir), fmt(vs_mpi) + "x" if vs_mpi else "-",
                      ">= %s (1.0x MPI, >= 80%% link, <= 90%% link)" % fmt(target)
                      if target else "-",
-                     margin_verdict(s.median_over(lambda i: ratio(at(i)[0], at(i)[2])))])
+                     margin_verdict(margin)])
     return rows
 
 

@@ -1,9 +1,6 @@
 #include "model_step_limit.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -12,12 +9,6 @@
 #endif
 
 namespace hvdc_model_step {
-
-// In rank 0's part of the window: a two-party sense-reversing barrier.
-struct StagedLimit::Control {
-  alignas(64) std::atomic<int> arrived;
-  alignas(64) std::atomic<int> phase;
-};
 
 namespace {
 
@@ -119,26 +110,13 @@ bool StagedLimit::open(const Model& m, size_t fusion_bytes, std::string* error) 
   MPI_Aint size = 0;
   int unit = 0;
   MPI_Win_shared_query(window_, 0, &size, &unit, &base);
-  control_ = reinterpret_cast<Control*>(base);
-  if (rank_ == 0) new (control_) Control();  // zeroed atomics in the shared page
+  meet_ = reinterpret_cast<hvdc_bench::SpinBarrier*>(base);
+  if (rank_ == 0) new (meet_) hvdc_bench::SpinBarrier();  // in rank 0's part of the window
   stage_[0] = reinterpret_cast<float*>(base + kPage);
   stage_[1] = reinterpret_cast<float*>(base + kPage + stage_bytes);
   block_.resize(kBlockFloats);
   MPI_Barrier(MPI_COMM_WORLD);
   return true;
-}
-
-// Spins briefly, then yields: the ranks share the cores with whatever else runs.
-void StagedLimit::barrier() {
-  sense_ = !sense_;
-  if (control_->arrived.fetch_add(1) == 1) {
-    control_->arrived.store(0);
-    control_->phase.store(sense_);
-    return;
-  }
-  for (unsigned spins = 0; control_->phase.load() != sense_; ++spins) {
-    if (spins > 2000) sched_yield();
-  }
 }
 
 void StagedLimit::step_window(const Group& g, size_t begin, size_t end,
@@ -152,7 +130,7 @@ void StagedLimit::step_window(const Group& g, size_t begin, size_t end,
   for_range(g.tensors, elements_, peer_lo, peer_hi, [&](size_t t, size_t at, size_t off, size_t n) {
     std::memcpy(mine + off, in[t] + at, n * sizeof(float));
   });
-  barrier();  // each stage holds the half its owner's peer reduces
+  meet_->wait(&sense_);  // each stage holds the half its owner's peer reduces
   for_range(g.tensors, elements_, lo, hi, [&](size_t t, size_t at, size_t off, size_t n) {
     for (size_t b = 0; b < n; b += kBlockFloats) {
       const size_t len = std::min(kBlockFloats, n - b);
@@ -161,7 +139,7 @@ void StagedLimit::step_window(const Group& g, size_t begin, size_t end,
       stream_floats(out[t] + at + b, block_.data(), len);
     }
   });
-  barrier();  // each stage holds its owner's result of the half its peer reduced
+  meet_->wait(&sense_);  // each stage holds its owner's result of the half its peer reduced
   for_range(g.tensors, elements_, peer_lo, peer_hi, [&](size_t t, size_t at, size_t off, size_t n) {
     stream_floats(out[t] + at, mine + off, n);
   });

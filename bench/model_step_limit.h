@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model_step_options.h"
+#include "spin_barrier.h"
 
 namespace hvdc_model_step {
 
@@ -37,19 +38,16 @@ class StagedLimit {
     std::vector<size_t> tensors;  // in submission (backward) order
     size_t elements = 0;
   };
-  struct Control;
-
   void step_window(const Group& g, size_t begin, size_t end, const std::vector<float*>& in,
                    const std::vector<float*>& out);
-  void barrier();
 
   std::vector<Group> groups_;
   std::vector<size_t> elements_;  // by tensor
   size_t window_elements_ = 0;    // elements of a group staged at a time
   MPI_Win window_ = MPI_WIN_NULL;
-  Control* control_ = nullptr;
-  float* stage_[2] = {nullptr, nullptr};  // each rank's stage, mapped in both
-  std::vector<float> block_;              // one block of this rank's sums
+  hvdc_bench::SpinBarrier* meet_ = nullptr;  // in the shared window
+  float* stage_[2] = {nullptr, nullptr};     // each rank's stage, mapped in both
+  std::vector<float> block_;                 // one block of this rank's sums
   int rank_ = 0;
   int sense_ = 0;
 };

@@ -40,6 +40,8 @@ struct Result {
 
 // Every variant name, in the order a default run measures them.
 const std::vector<std::string>& all_variants();
+// Those and the variants run on request only (limit-staged).
+const std::vector<std::string>& known_variants();
 bool is_mpi_variant(const std::string& variant);
 
 // false when the arguments are not valid (or --help); with verbose, prints usage or the error

@@ -17,7 +17,6 @@
 //              one read and one write), both at once; GB/s counts bytes read plus written. The
 //              in-place allreduce moves 4 bytes per byte of busbw, so it bounds busbw by GB/s / 4.
 // usage: shm_limit [-b MIN] [-e MAX] [-f FACTOR] [--json FILE]   (sizes are bytes per rank)
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "bench_options.h"
+#include "spin_barrier.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define HAVE_NT_KERNEL 1
@@ -47,8 +47,7 @@ constexpr size_t kAlign = 4096;
 // The control block at the segment's start: a two-party sense-reversing barrier and the child's
 // verdict on its first result.
 struct Control {
-  alignas(64) std::atomic<int> arrived;
-  alignas(64) std::atomic<int> phase;
+  hvdc_bench::SpinBarrier meet;
   alignas(64) std::atomic<int> child_wrong;
   alignas(64) std::atomic<pid_t> pid[2];     // each rank's process and private buffer,
   std::atomic<uintptr_t> private_buffer[2];  // for the cma kernel
@@ -70,20 +69,6 @@ double now_s() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-// Spins briefly, then yields: other jobs share these cores, and a spinner that never yields can
-// hold the core its peer needs.
-void barrier(Control* c, int* sense) {
-  *sense = !*sense;
-  if (c->arrived.fetch_add(1) == kRanks - 1) {
-    c->arrived.store(0);
-    c->phase.store(*sense);
-    return;
-  }
-  for (unsigned spins = 0; c->phase.load() != *sense; ++spins) {
-    if (spins > 2000) sched_yield();
-  }
 }
 
 __attribute__((target_clones("avx2", "default"))) void reduce_half(float* __restrict a,
@@ -178,15 +163,15 @@ long count_not(const float* v, size_t n, float want) {
 long check_first_op(Kernel k, Segment* s, int rank, int* sense) {
   float* mine = k == kCma ? s->own : rank == 0 ? s->a : s->b;
   for (size_t i = 0; i < s->count; ++i) mine[i] = static_cast<float>(rank + 1);
-  barrier(s->control, sense);
+  s->control->meet.wait(sense);
   run_kernel(k, s, rank);
-  barrier(s->control, sense);
+  s->control->meet.wait(sense);
   const size_t half = s->count / 2, lo = rank * half;
   if (k == kStream) return count_not(mine, s->count, rank + 2.0f);
   if (k == kCma) {
     // The peer writes half of this buffer: it must not start its next op until this is counted.
     const long wrong = s->control->cma_refused.load() ? 0 : count_not(mine, s->count, 3.0f);
-    barrier(s->control, sense);
+    s->control->meet.wait(sense);
     return wrong;
   }
   return count_not(s->a + lo, half, 3.0f) + count_not(s->b + lo, half, 3.0f);
@@ -196,12 +181,12 @@ long check_first_op(Kernel k, Segment* s, int rank, int* sense) {
 double time_kernel(Kernel k, Segment* s, int rank, int iters, int* sense) {
   for (int i = 0; i < 2; ++i) {
     run_kernel(k, s, rank);
-    barrier(s->control, sense);
+    s->control->meet.wait(sense);
   }
   const double start = now_s();
   for (int i = 0; i < iters; ++i) {
     run_kernel(k, s, rank);
-    barrier(s->control, sense);
+    s->control->meet.wait(sense);
   }
   return (now_s() - start) / iters;
 }
@@ -306,7 +291,7 @@ bool run_size(Row* row) {
   control->pid[rank].store(getpid());
   control->private_buffer[rank].store(reinterpret_cast<uintptr_t>(own));
   int sense = 0;
-  barrier(control, &sense);  // both published before either reads the other's
+  control->meet.wait(&sense);  // both published before either reads the other's
   measure_size(&s, rank, row, &sense);
   munmap(own, buffer);
   if (child == 0) {

@@ -521,9 +521,11 @@ Status reduce_window(Comm& comm, const Pieces& in, const Pieces& out, const Redu
   // Out of place, a cold output (one this rank wrote long ago) is written past the cache.
   const bool stream_out = !same_pieces(in, out) && access.reuse.cold(out);
   access.reuse.written(out);
-  const bool staging = local::stages_windows(access, in, out);
+  // Where a piece lies is looked up once per window, for both questions.
+  const bool heap = out.bytes() > 0 && local::needs_stage(in, out);
+  const bool staging = heap && local::stage_holds_windows(access);
   Pieces staged;
-  if (local::wants_stage(access, in, out)) {
+  if (heap && local::stage_fits(access, out.bytes())) {
     // Staging is this member's own choice (it only changes the views it describes), so a stage
     // that cannot be mapped leaves this op on the heap buffers instead of failing it.
     Status st = local::stage_view(access, out, &staged);

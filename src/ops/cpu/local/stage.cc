@@ -25,14 +25,16 @@ LocalAccess::~LocalAccess() {
   if (!st.is_ok()) HVDC_LOG_WARNING("freeing the allreduce stage: %s", st.message().c_str());
 }
 
-bool stages_windows(const LocalAccess& access, const Pieces& in, const Pieces& out) {
-  if (out.bytes() == 0 || access.stage_max_bytes < access.window_bytes) return false;
+bool needs_stage(const Pieces& in, const Pieces& out) {
   return !in_regions(out) || (&in != &out && !in_regions(in));
 }
 
-bool wants_stage(const LocalAccess& access, const Pieces& in, const Pieces& out) {
-  if (out.bytes() == 0 || out.bytes() > access.stage_max_bytes) return false;
-  return !in_regions(out) || (&in != &out && !in_regions(in));
+bool stage_holds_windows(const LocalAccess& access) {
+  return access.stage_max_bytes >= access.window_bytes;
+}
+
+bool stage_fits(const LocalAccess& access, size_t bytes) {
+  return bytes > 0 && bytes <= access.stage_max_bytes;
 }
 
 Status stage_view(LocalAccess& access, const Pieces& out, Pieces* staged) {

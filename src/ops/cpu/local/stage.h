@@ -15,16 +15,17 @@ namespace hvdc::ops::cpu::local {
 
 using common::Status;
 
-// True when this rank copies windows through its stage (HVDC_LOCAL_STAGE_BYTES holds a window,
-// and its stage could be mapped) and some piece of `in` or `out` is outside every hvd_mem_alloc
-// region (those are mapped by the peers as they are): windows pay off for such buffers.
-bool stages_windows(const LocalAccess& access, const Pieces& in, const Pieces& out);
-// True when `out` (an op or a window) fits the stage and some piece of it or of `in` is outside
-// every hvd_mem_alloc region: it is staged.
-bool wants_stage(const LocalAccess& access, const Pieces& in, const Pieces& out);
+// True when some piece of `out`, or of a separate `in`, is outside every hvd_mem_alloc region
+// (those are mapped by the peers as they are): the buffers are the heap's, for the stage.
+bool needs_stage(const Pieces& in, const Pieces& out);
+// Whether this rank copies windows through its stage: HVDC_LOCAL_STAGE_BYTES holds a window (and
+// the stage could be mapped). Windows pay off only then.
+bool stage_holds_windows(const LocalAccess& access);
+// Whether `bytes` (an op or a window) are staged where they need it: they fit the stage.
+bool stage_fits(const LocalAccess& access, size_t bytes);
 
-// A view with the piece sizes of `out` (one window), laid end to end in access.stage (mapped on
-// first use, a window long).
+// A view with the piece sizes of `out` (an op or a window), laid end to end in access.stage
+// (mapped on first use, grown to the longest op or window staged).
 Status stage_view(LocalAccess& access, const Pieces& out, Pieces* staged);
 
 }  // namespace hvdc::ops::cpu::local
