@@ -131,7 +131,7 @@ def collect(raw):
             for row in read_json(path)["rows"]:
                 for key in ("limit_busbw", "reduce_busbw", "reduce_nt_busbw",
                             "reduce_blocked_busbw", "stream_gbps", "stream_busbw_bound",
-                            "cma_busbw"):
+                            "cma_busbw", "sync_us", "synced_busbw"):
                     if key in row:
                         series.add(key, row["bytes"], i, row[key])
         elif m := re.match(r"model-(\w+?)-(ob1|ucx)-", name):
@@ -368,6 +368,60 @@ def multihost_target_of(better, bidir):
     return max(min(better, 0.9 * bidir), 0.8 * bidir)
 
 
+def us_per_op(size, busbw):
+    """An np-2 allreduce's time per op from its busbw (busbw = algbw at n = 2)."""
+    return size / (busbw * 1e3) if busbw else None
+
+
+def op_time_rows(s):
+    """Where the time of an op on hvd_mem_alloc buffers goes, size by size, each column the
+    median of its per-invocation figures: hvdc's op; the limit's op (one meeting of the two
+    processes per op); the same with the second meeting an API call needs (shm_limit's sync);
+    what hvdc spends beyond the limit; and hvdc's 4 KiB op on those buffers, whose data work is
+    next to nothing: its per-op cost. Up to 4 MiB, where that cost is a part of the op to
+    reckon with."""
+    rows = []
+    per_op = s.median("latency_shared")
+    for size in (size for size in ONE_HOST_SIZES if size <= 4 * MIB):
+        def time_of(name, size=size):
+            return s.median_over(lambda i: us_per_op(size, s.at(name, size, i)))
+
+        def beyond(i, size=size):
+            h = us_per_op(size, s.at("shared", size, i))
+            lim = us_per_op(size, s.at("limit_busbw", size, i))
+            return h - lim if h and lim else None
+        h, lim, synced = time_of("shared"), time_of("limit_busbw"), time_of("synced_busbw")
+        if not (h and lim):
+            continue
+        rows.append([size_label(size), fmt(h), fmt(lim), fmt(synced),
+                     fmt(s.median_over(beyond)), fmt(per_op)])
+    return rows
+
+
+OP_TIME_HEADER = ["size", "hvdc, us", "limit, us", "limit with one more sync, us",
+                  "hvdc beyond the limit, us", "hvdc's 4 KiB op on these buffers, us"]
+
+
+def op_time_section(s):
+    rows = op_time_rows(s)
+    if not rows:
+        return []
+    syncs = [v for by_size in s.data.get("sync_us", {}).values() for v in by_size.values()]
+    sync_us = statistics.median(syncs) if syncs else None
+    lines = ["", "## Where an op's time goes on hvd_mem_alloc buffers, in place", "",
+             "Each column is the median of its per-invocation figures. The limit's loop meets "
+             "once per op; an allreduce called through an API must meet twice (every input "
+             "ready before anyone reads it, every result written before anyone returns): one "
+             "more meeting of the two processes costs %s us here (shm_limit's sync). Set what "
+             "hvdc spends beyond the limit beside its 4 KiB op's time, whose data work is next "
+             "to nothing: that is hvdc's cost per op, which the data work does not hide at "
+             "these sizes." % fmt(sync_us, 3), ""]
+    lines.append("| " + " | ".join(OP_TIME_HEADER) + " |")
+    lines.append("|" + "---|" * len(OP_TIME_HEADER))
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
 HEADER = ["workload", "hvdc", "Open MPI ob1", "Open MPI pml ucx", "limit",
           "ratio vs better MPI", "target", "met?"]
 
@@ -393,7 +447,7 @@ def steadiness_line(series):
             "invocation: " + "; ".join(parts))
 
 
-def markdown(machine, table, runs, skipped, failures, steadiness=None):
+def markdown(machine, table, runs, skipped, failures, steadiness=None, sections=()):
     lines = ["# hvdc beside Open MPI: np 2, float32 sum allreduce (bench/compare.sh)", "",
              "- date: %s; commit: %s" % (machine["date_utc"], machine["commit"]),
              "- machine: %s, %s cores, %s GiB memory, Linux %s" % (
@@ -421,6 +475,7 @@ def markdown(machine, table, runs, skipped, failures, steadiness=None):
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
     lines += ["| " + " | ".join(row) + " |" for row in table]
+    lines += list(sections)
     if skipped:
         lines += ["", "Two hosts skipped: " + skipped]
     if failures:
@@ -465,7 +520,8 @@ def report(out):
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     write_csv(os.path.join(out, "compare.csv"), series)
-    text = markdown(machine, table, len(invocations), skipped, failures, steadiness_line(series))
+    text = markdown(machine, table, len(invocations), skipped, failures, steadiness_line(series),
+                    op_time_section(series))
     with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
         f.write(text)
     print(text)

@@ -13,6 +13,11 @@
 //              private buffer and, per 256 KiB segment of its half, reads the peer's segment
 //              through the kernel (process_vm_readv), adds it into its own and writes the sum
 //              into the peer's (process_vm_writev), as hvdc's in-place path does on heap buffers.
+//   sync       one meeting at the barrier with no work: what one more synchronization of the
+//              two processes costs. The limit's loop meets once per op; an allreduce called
+//              through an API must meet twice (every input ready before anyone reads it, every
+//              result written before anyone returns), so the figure it can reach at best is
+//              bytes / (limit's time per op + one sync): "synced" below.
 //   stream     memory bandwidth: each process streams over its own buffer in place (a[i] += 1,
 //              one read and one write), both at once; GB/s counts bytes read plus written. The
 //              in-place allreduce moves 4 bytes per byte of busbw, so it bounds busbw by GB/s / 4.
@@ -62,7 +67,7 @@ struct Segment {
   float* own = nullptr;  // this rank's private buffer (cma)
 };
 
-enum Kernel { kReduce, kReduceNt, kReduceBlocked, kStream, kCma, kKernels };
+enum Kernel { kReduce, kReduceNt, kReduceBlocked, kStream, kCma, kSync, kKernels };
 constexpr size_t kCmaSegment = 256 << 10;  // HVDC_SEGMENT_BYTES' default
 
 double now_s() {
@@ -161,6 +166,7 @@ long count_not(const float* v, size_t n, float want) {
 // One op on 1s and 2s must leave 3s in both buffers: a limit measured on a kernel that does not
 // reduce would be no limit. Each rank first-touches its own buffer.
 long check_first_op(Kernel k, Segment* s, int rank, int* sense) {
+  if (k == kSync) return 0;  // no data
   float* mine = k == kCma ? s->own : rank == 0 ? s->a : s->b;
   for (size_t i = 0; i < s->count; ++i) mine[i] = static_cast<float>(rank + 1);
   s->control->meet.wait(sense);
@@ -191,8 +197,10 @@ double time_kernel(Kernel k, Segment* s, int rank, int iters, int* sense) {
   return (now_s() - start) / iters;
 }
 
-// About 2 GiB of traffic per measurement, at least 5 ops, at most 20000.
-int iterations_for(size_t bytes) {
+// About 2 GiB of traffic per measurement, at least 5 ops, at most 20000; the sync, which moves
+// no data, 20000 meetings at every size.
+int iterations_for(Kernel k, size_t bytes) {
+  if (k == kSync) return 20000;
   const size_t want = (size_t{2} << 30) / bytes;
   return want < 5 ? 5 : want > 20000 ? 20000 : static_cast<int>(want);
 }
@@ -250,12 +258,11 @@ bool kernel_available(Kernel k) {
 
 // Both ranks run every kernel in the same order; rank 0 keeps the times.
 void measure_size(Segment* s, int rank, Row* row, int* sense) {
-  const int iters = iterations_for(row->bytes);
   for (int k = 0; k < kKernels; ++k) {
     const Kernel kernel = static_cast<Kernel>(k);
     if (!kernel_available(kernel)) continue;
     row->wrong += check_first_op(kernel, s, rank, sense);
-    row->seconds[k] = time_kernel(kernel, s, rank, iters, sense);
+    row->seconds[k] = time_kernel(kernel, s, rank, iterations_for(kernel, row->bytes), sense);
   }
   if (s->control->cma_refused.load()) row->seconds[kCma] = 0;  // not measured: shown as 0
 }
@@ -314,6 +321,8 @@ struct Figures {
   double reduce, reduce_nt, reduce_blocked, limit;  // busbw
   double stream;                                    // bytes read + written by both ranks
   double cma;                                       // busbw through kernel copies (0: refused)
+  double sync_us;                                   // one more meeting of the two processes
+  double synced;  // busbw of the limit's op with that meeting added
 };
 
 Figures figures(const Row& r) {
@@ -324,6 +333,8 @@ Figures figures(const Row& r) {
   f.limit = std::max({f.reduce, f.reduce_nt, f.reduce_blocked});
   f.stream = gbps(2.0 * kRanks * r.bytes, r.seconds[kStream]);
   f.cma = gbps(r.bytes, r.seconds[kCma]);
+  f.sync_us = r.seconds[kSync] * 1e6;
+  f.synced = f.limit > 0 ? gbps(r.bytes, r.bytes / (f.limit * 1e9) + r.seconds[kSync]) : 0;
   return f;
 }
 
@@ -339,9 +350,10 @@ void write_json(const Options& o, const std::vector<Row>& rows) {
     std::fprintf(out,
                  "%s\n  {\"bytes\": %zu, \"reduce_busbw\": %.4f, \"reduce_nt_busbw\": %.4f, "
                  "\"reduce_blocked_busbw\": %.4f, \"limit_busbw\": %.4f, \"stream_gbps\": %.4f, "
-                 "\"stream_busbw_bound\": %.4f, \"cma_busbw\": %.4f, \"wrong\": %ld}",
+                 "\"stream_busbw_bound\": %.4f, \"cma_busbw\": %.4f, \"sync_us\": %.4f, "
+                 "\"synced_busbw\": %.4f, \"wrong\": %ld}",
                  i ? "," : "", rows[i].bytes, f.reduce, f.reduce_nt, f.reduce_blocked, f.limit,
-                 f.stream, f.stream / 4, f.cma, rows[i].wrong);
+                 f.stream, f.stream / 4, f.cma, f.sync_us, f.synced, rows[i].wrong);
   }
   std::fprintf(out, "\n]}\n");
   std::fclose(out);
@@ -349,12 +361,14 @@ void write_json(const Options& o, const std::vector<Row>& rows) {
 
 void report(const Options& o, const std::vector<Row>& rows) {
   std::printf("# shm_limit: 2 processes, one shared segment, float32 sum in place (busbw GB/s)\n");
-  std::printf("%12s %10s %10s %10s %10s %12s %12s %10s %7s\n", "size(B)", "reduce", "reduce_nt",
-              "blocked", "limit", "stream_GB/s", "stream/4", "cma", "#wrong");
+  std::printf("%12s %10s %10s %10s %10s %12s %12s %10s %8s %10s %7s\n", "size(B)", "reduce",
+              "reduce_nt", "blocked", "limit", "stream_GB/s", "stream/4", "cma", "sync_us",
+              "synced", "#wrong");
   for (const Row& r : rows) {
     const Figures f = figures(r);
-    std::printf("%12zu %10.2f %10.2f %10.2f %10.2f %12.2f %12.2f %10.2f %7ld\n", r.bytes, f.reduce,
-                f.reduce_nt, f.reduce_blocked, f.limit, f.stream, f.stream / 4, f.cma, r.wrong);
+    std::printf("%12zu %10.2f %10.2f %10.2f %10.2f %12.2f %12.2f %10.2f %8.3f %10.2f %7ld\n",
+                r.bytes, f.reduce, f.reduce_nt, f.reduce_blocked, f.limit, f.stream, f.stream / 4,
+                f.cma, f.sync_us, f.synced, r.wrong);
   }
   if (!o.json.empty()) write_json(o, rows);
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Checks bench/compare_report.py's section on where an op's time goes (hvd_mem_alloc buffers):
+times per op come from busbw, the "beyond the limit" column pairs each invocation's hvdc with
+that invocation's limit before the median, sizes without a limit get no row, and the section
+quotes the median sync of shm_limit.
+Usage: test_compare_report.py COMPARE_REPORT_PY"""
+import importlib.util
+import sys
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("compare_report", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def series_of(report):
+    """Three invocations. At 64 KiB hvdc takes 2.0, 3.0, 2.5 us against limits of 0.5, 1.5,
+    1.0 us: 1.5 us beyond in each. At 256 KiB 4, 5, 6 us against 3.5, 2, 2.5: 0.5, 3 and 3.5
+    beyond, median 3.0, where the medians of each figure alone (5 - 2.5) would say 2.5."""
+    s = report.Series()
+    hvdc_us = {64 * KIB: [2.0, 3.0, 2.5], 256 * KIB: [4.0, 5.0, 6.0]}
+    limit_us = {64 * KIB: [0.5, 1.5, 1.0], 256 * KIB: [3.5, 2.0, 2.5]}
+    for i in range(3):
+        for size in hvdc_us:
+            s.add("shared", size, i + 1, size / (hvdc_us[size][i] * 1e3))
+            s.add("limit_busbw", size, i + 1, size / (limit_us[size][i] * 1e3))
+            s.add("synced_busbw", size, i + 1, size / ((limit_us[size][i] + 0.1) * 1e3))
+            s.add("sync_us", size, i + 1, 0.1 + 0.01 * i)
+        s.add("latency_shared", "value", i + 1, [1.9, 2.1, 2.0][i])
+    s.add("shared", MIB, 1, 100.0)  # no limit at 1 MiB: no row
+    return s
+
+
+def main(argv):
+    report = load(argv[1])
+    rows = report.op_time_rows(series_of(report))
+    want = [["64 KiB", "2.50", "1.00", "1.10", "1.50", "2.00"],
+            ["256 KiB", "5.00", "2.50", "2.60", "3.00", "2.00"]]
+    failures = []
+    if rows != want:
+        failures.append("rows %s, want %s" % (rows, want))
+    lines = report.op_time_section(series_of(report))
+    text = "\n".join(lines)
+    if "costs 0.110 us here" not in text:
+        failures.append("the section does not quote the median sync, 0.110 us:\n" + text)
+    if sum(1 for l in lines if l.startswith("| ")) != 3:  # the header and two sizes
+        failures.append("the section's table has not one header and two rows:\n" + text)
+    if report.op_time_section(report.Series()):
+        failures.append("an empty run still got a section")
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("ok: op-time rows and section")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
