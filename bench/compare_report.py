@@ -416,10 +416,13 @@ def op_time_section(s):
              "hvdc spends beyond the limit beside its 4 KiB op's time, whose data work is next "
              "to nothing: that is hvdc's cost per op, which the data work does not hide at "
              "these sizes." % fmt(sync_us, 3), ""]
-    lines.append("| " + " | ".join(OP_TIME_HEADER) + " |")
-    lines.append("|" + "---|" * len(OP_TIME_HEADER))
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
+    return lines + table_lines(OP_TIME_HEADER, rows)
+
+
+def table_lines(header, rows):
+    """A markdown table."""
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 HEADER = ["workload", "hvdc", "Open MPI ob1", "Open MPI pml ucx", "limit",
@@ -472,9 +475,7 @@ def markdown(machine, table, runs, skipped, failures, steadiness=None, sections=
              "against that invocation's MPI, limit and target) and give the median of those "
              "ratios; met? shows it against the target (>= 1.00x: met). The other cells are "
              "medians of each figure alone, and the target column is computed from them.", ""]
-    lines.append("| " + " | ".join(HEADER) + " |")
-    lines.append("|" + "---|" * len(HEADER))
-    lines += ["| " + " | ".join(row) + " |" for row in table]
+    lines += table_lines(HEADER, table)
     lines += list(sections)
     if skipped:
         lines += ["", "Two hosts skipped: " + skipped]
