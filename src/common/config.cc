@@ -146,6 +146,9 @@ const std::vector<Knob>& knob_registry() {
       {"HVDC_PEER_READS", nullptr, -1, true, "1", parse_bool,
        "0 keeps local peers from reading and writing this rank's buffers in place: its "
        "allreduces move through the transport."},
+      {"HVDC_LANE", nullptr, -1, true, "1", parse_bool,
+       "1: a lone cached allreduce of a set whose ranks share a host is agreed through shared "
+       "memory instead of a negotiation round; 0: always by round (docs/engine.md)."},
       {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
        "Size of the pieces the ring allreduce pipelines and reduces in cache."},
       {"HVDC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", HVD_CFG_FUSION_THRESHOLD, true,

@@ -37,6 +37,7 @@ Status agree_on_settings(bootstrap::Bootstrap& bootstrap, const EngineConfig& co
       {"HVDC_SEGMENT_BYTES", static_cast<int64_t>(config.segment_bytes)},
       {"HVDC_LOCAL_MIN_BYTES", static_cast<int64_t>(config.local_min_bytes)},
       {"HVDC_DETERMINISTIC", config.deterministic ? 1 : 0},
+      {"HVDC_LANE", config.lane ? 1 : 0},
   };
   std::string text;
   for (const auto& [name, value] : mine) text += std::to_string(value) + " ";
@@ -196,6 +197,9 @@ void Engine::start_collaborators() {
   context.tracer = &tracer_;
   context.fail = fail;
   context.terminated = &termination_->status();
+  context.lane_offer = [this](SetState& set, const Request& request, uint32_t slot) {
+    return lane_->offer(set, request, slot, responses_);
+  };
   negotiation_ = std::make_unique<Negotiation>(negotiation, std::move(context));
   StageContext stage;
   stage.transport = transport_.get();
@@ -215,6 +219,17 @@ void Engine::start_collaborators() {
   stage.terminated = &termination_->status();
   stage.same_host = &topology_.same_host;
   stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
+  LaneContext lane;
+  lane.queue = &queue_;
+  lane.stats = &stats_;
+  lane.stage = stage_.get();
+  lane.report = [this](Request request) { negotiation_->report(std::move(request)); };
+  lane.spare_response = [this] { return negotiation_->spare_response(); };
+  lane.joined = [this] { return negotiation_->joined(); };
+  lane.round_open = [this] { return negotiation_->round_open(); };
+  lane.min_bytes = config_.local_min_bytes;
+  lane.enabled = config_.lane && config_.peer_reads;
+  lane_ = std::make_unique<Lane>(std::move(lane));
 }
 
 Engine::~Engine() {
@@ -272,7 +287,10 @@ void Engine::run() {
       busy = step(now);
       // Not before a pass that looked for every kind of message: the next one does.
       const bool idle_past_spin = !busy && now - last_busy > spin;
-      may_sleep = idle_past_spin && polled_seldom_;
+      // Nothing wakes this thread when a peer decides on the lane: decide the op posted here
+      // first (lane.h).
+      if (idle_past_spin && lane_->holds()) busy = lane_->settle(&responses_);
+      may_sleep = idle_past_spin && polled_seldom_ && !busy;
       if (idle_past_spin && !polled_seldom_) next_seldom_poll_ = now;
     }
     if (busy) continue;
@@ -289,6 +307,7 @@ void Engine::run() {
     termination_->terminate(
         make_error(HVD_ERR_SHUT_DOWN, "hvd_shutdown was called on rank %d", topology_.rank), true);
   }
+  lane_->abandon();
   // Collectives still in flight use their callers' buffers until their backend finishes them.
   while (!stage_->idle()) {
     if (transport_) transport_->progress();
@@ -315,11 +334,19 @@ bool Engine::step(std::chrono::steady_clock::time_point now) {
   // Notices, stall reports, failed peers, abort, peer shutdown.
   if (seldom) busy |= termination_->poll();
   busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
-  if (!termination_->status().is_ok()) return busy;
+  if (!termination_->status().is_ok()) {
+    lane_->abandon();
+    return busy;
+  }
   busy |= negotiation_->report_local_requests();
+  busy |= lane_->progress(&responses_);
+  // A round under way takes the op posted here (voided), rather than a round after it.
+  if (lane_->holds() && negotiation_->round_open()) busy |= lane_->settle(&responses_);
   if (seldom) busy |= negotiation_->coordinate(now);
   busy |= negotiation_->expose_stalled_hits(now);
   busy |= negotiation_->progress_rounds(&responses_, now);
+  // A response agreed in a round runs after the op posted on the lane, or without it (lane.h).
+  if (!responses_.empty() && lane_->holds()) busy |= lane_->settle(&responses_);
   busy |= stage_->execute(&responses_);
   return busy;
 }

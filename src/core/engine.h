@@ -21,6 +21,7 @@
 #include "core/faults/hang_reports.h"
 #include "core/faults/stall_agreement.h"
 #include "core/faults/termination.h"
+#include "core/lane/lane.h"
 #include "core/negotiation/negotiation.h"
 #include "core/process_set_table.h"
 #include "core/response_cache.h"
@@ -44,6 +45,7 @@ struct EngineConfig {
   size_t local_min_bytes = 16 << 10;    // HVDC_LOCAL_MIN_BYTES
   size_t local_stage_bytes = 16 << 20;  // HVDC_LOCAL_STAGE_BYTES
   bool peer_reads = true;               // HVDC_PEER_READS
+  bool lane = true;                     // HVDC_LANE (lane/lane.h)
   size_t fusion_threshold = 2 << 20;
   size_t cache_capacity = 1024;
   bool deterministic = false;
@@ -147,6 +149,9 @@ class Engine {
   std::unique_ptr<Termination> termination_;
   // Runs what was agreed (execution/); made once connected.
   std::unique_ptr<ExecutionStage> stage_;
+  // Agrees on lone cached host allreduces of one host's sets without a round; made once
+  // connected.
+  std::unique_ptr<Lane> lane_;
 
   // Hang reports (faults/hang_reports.h).
   HangReports hang_reports_;

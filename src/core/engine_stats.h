@@ -20,6 +20,10 @@ struct EngineStats {
   std::atomic<uint64_t> fused_bytes{0};
   // Collectives whose inputs came with the round (no exchange of their own); not in hvd_stats.
   std::atomic<uint64_t> round_input_collectives{0};
+  // Collectives agreed on a set's board instead of in a round (lane/lane.h), and the lane's
+  // agreements voided here (their ops went to the negotiation); not in hvd_stats.
+  std::atomic<uint64_t> lane_collectives{0};
+  std::atomic<uint64_t> lane_voids{0};
 };
 
 }  // namespace hvdc::core

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "ops/lane.h"
 #include "transport/transport.h"
 
 namespace hvdc::ops {
@@ -118,6 +119,12 @@ class Backend {
   // bounded time: a backend that waits on a device stops that work (an NCCL communicator is
   // aborted) and its pending collectives report `why`. Engine thread only.
   virtual void abort(const Status& why) { (void)why; }
+  // The lane of `group` (ops/lane.h), where its members can agree on their ops through shared
+  // memory; null where they cannot (yet). Engine passes only.
+  virtual LaneBoard* lane(const Group& group) {
+    (void)group;
+    return nullptr;
+  }
 };
 
 }  // namespace hvdc::ops

@@ -13,6 +13,8 @@
 //   stop-transfer     rank 1 stops itself while 64 MiB allreduces run;
 //   kill-staged, stop-staged  the same while 4 MiB allreduces run (heap buffers of one host's
 //                     ranks: through the stages, where 64 MiB goes through the kernel);
+//   kill-lane, stop-lane  the same while 64 KiB allreduces of one name run, each waited for: the
+//                     ranks agree on most of them on their board (src/core/lane/lane.h);
 //   abort             rank 2 calls hvd_abort;
 //   never-submits     rank 1 never submits a tensor the others submit (the job goes on).
 // A dead peer must be reported within 10 s with the default settings; a stopped one within
@@ -42,16 +44,19 @@ struct Case {
   size_t floats;   // elements of the survivors' float32 allreduces: 64 MiB, 4 MiB or 64 bytes
   double bound_s;  // time to error allowed from T; < 0: from an environment setting (below)
   bool ends_work;  // the engine's work ends (else only the one tensor fails)
+  bool one_name = false;  // the allreduces reuse one name (cached: the lane), else one name each
 };
 
-constexpr size_t kSmall = 16, kStaged = size_t{1} << 20, kTransfer = size_t{16} << 20;
+constexpr size_t kSmall = 16, kLane = size_t{16} << 10, kStaged = size_t{1} << 20,
+                 kTransfer = size_t{16} << 20;
 
 const Case kCases[] = {
     {"kill-negotiation", 1, kSmall, 10, true}, {"kill-transfer", 1, kTransfer, 10, true},
     {"kill-staged", 1, kStaged, 10, true},     {"exit", 1, kSmall, 10, true},
     {"stop-negotiation", 1, kSmall, -1, true}, {"stop-transfer", 1, kTransfer, -1, true},
     {"stop-staged", 1, kStaged, -1, true},     {"abort", 2, kSmall, 5, true},
-    {"never-submits", 1, kSmall, -2, false},
+    {"never-submits", 1, kSmall, -2, false},   {"kill-lane", 1, kLane, 10, true, true},
+    {"stop-lane", 1, kLane, -1, true, true},
 };
 
 int g_rank = -1;  // hvd_rank() is -1 after hvd_shutdown
@@ -118,12 +123,12 @@ bool during_transfers(const Case& c) {
 }
 
 // Allreduces (those the culprit never joins) until one fails or `limit_s` passes.
-hvd_status_t allreduce_until_failure(size_t count, double limit_s) {
+hvd_status_t allreduce_until_failure(size_t count, double limit_s, bool one_name = false) {
   std::vector<float> buf;
   const int64_t start = now_ns();
   for (int i = 0; seconds_since(start) < limit_s; ++i) {
-    hvd_status_t s =
-        allreduce_constant("fault.op." + std::to_string(i), HVD_OP_SUM, count, 1.0f, &buf);
+    const std::string name = one_name ? "fault.op" : "fault.op." + std::to_string(i);
+    hvd_status_t s = allreduce_constant(name, HVD_OP_SUM, count, 1.0f, &buf);
     if (s != HVD_SUCCESS) return s;
   }
   return HVD_SUCCESS;
@@ -131,7 +136,7 @@ hvd_status_t allreduce_until_failure(size_t count, double limit_s) {
 
 // The error a survivor waits for: the loop of allreduces, or (never-submits) the one tensor.
 hvd_status_t wait_for_error(const Case& c) {
-  if (c.ends_work) return allreduce_until_failure(element_count(c), bound_of(c) + 10);
+  if (c.ends_work) return allreduce_until_failure(element_count(c), bound_of(c) + 10, c.one_name);
   std::vector<float> buf;
   return allreduce_constant("fault.never", HVD_OP_SUM, 16, 1.0f, &buf);
 }
@@ -203,7 +208,7 @@ void stopper(const Case& c, int64_t t_ns, int* failures) {
       sleep_until(t_ns);
       kill(getpid(), SIGSTOP);
     });
-    allreduce_until_failure(element_count(c), 1.0);  // stopped in the middle of these
+    allreduce_until_failure(element_count(c), 1.0, c.one_name);  // stopped in these
     stop.join();
   }
   resumed_culprit(failures);
@@ -216,7 +221,7 @@ void killer(const Case& c, int64_t t_ns) {
     if (std::strcmp(c.name, "exit") == 0) std::exit(0);  // no hvd_shutdown
     kill(getpid(), SIGKILL);
   });
-  if (during_transfers(c)) allreduce_until_failure(element_count(c), 30);
+  if (during_transfers(c)) allreduce_until_failure(element_count(c), 30, c.one_name);
   doer.join();  // never returns: the process ends at T
 }
 

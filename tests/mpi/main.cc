@@ -3,7 +3,8 @@
 // reinit, stall, timeline, sets-static (the sets HVDC_PROCESS_SETS creates at init), reduced
 // (a small matrix for the sanitizer builds: scripts/sanitizers.sh), bad-input (bad arguments on
 // some ranks, good ones on the others), no-cases (runs no case: the harness must fail it), local
-// (allreduces that read local peers' buffers in place, and their fallback: test_local_reads.cc).
+// (allreduces that read local peers' buffers in place, and their fallback: test_local_reads.cc),
+// lane (allreduces agreed on the set's board without a round: test_lane.cc).
 #include <cstdio>
 #include <cstring>
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "timeline") == 0) return run_timeline_suite();
   if (std::strcmp(mode, "sets-static") == 0) return run_static_sets_suite();
   if (std::strcmp(mode, "local") == 0) return run_local_reads_suite();
+  if (std::strcmp(mode, "lane") == 0) return run_lane_suite();
   if (hvd_init() != HVD_SUCCESS) {
     std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
     return 1;

@@ -19,13 +19,26 @@ using hvdc::common::Status;
 // Every variable the registry reads. Each test starts with all of them unset and gets the
 // process environment back afterwards.
 const char* const kVariables[] = {
-    "HVDC_LOG_LEVEL",         "HOROVOD_LOG_LEVEL",      "HVDC_HOSTNAME",
-    "HVDC_BOOTSTRAP",         "HVDC_SPIN_MICROS",       "HVDC_SMALL_ALLREDUCE_BYTES",
-    "HVDC_SEGMENT_BYTES",     "HVDC_FUSION_THRESHOLD",  "HOROVOD_FUSION_THRESHOLD",
-    "HVDC_CACHE_CAPACITY",    "HOROVOD_CACHE_CAPACITY", "HVDC_DETERMINISTIC",
-    "HVDC_TIMEOUT",           "HVDC_PROCESS_SETS",      "HVDC_ROUND_TREE_MIN_RANKS",
-    "HVDC_LOCAL_MIN_BYTES",   "HVDC_PEER_READS",        "HVDC_LOCAL_STAGE_BYTES",
+    "HVDC_LOG_LEVEL",
+    "HOROVOD_LOG_LEVEL",
+    "HVDC_HOSTNAME",
+    "HVDC_BOOTSTRAP",
+    "HVDC_SPIN_MICROS",
+    "HVDC_SMALL_ALLREDUCE_BYTES",
+    "HVDC_SEGMENT_BYTES",
+    "HVDC_FUSION_THRESHOLD",
+    "HOROVOD_FUSION_THRESHOLD",
+    "HVDC_CACHE_CAPACITY",
+    "HOROVOD_CACHE_CAPACITY",
+    "HVDC_DETERMINISTIC",
+    "HVDC_TIMEOUT",
+    "HVDC_PROCESS_SETS",
+    "HVDC_ROUND_TREE_MIN_RANKS",
+    "HVDC_LOCAL_MIN_BYTES",
+    "HVDC_PEER_READS",
+    "HVDC_LOCAL_STAGE_BYTES",
     "HVDC_ROUND_INPUT_BYTES",
+    "HVDC_LANE",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -80,6 +93,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_LOCAL_STAGE_BYTES"), 16777216);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
   EXPECT_EQ(s.get_int("HVDC_ROUND_INPUT_BYTES"), 4096);
+  EXPECT_EQ(s.get_int("HVDC_LANE"), 1);
   for (const char* name : kVariables) {
     if (std::string(name).rfind("HVDC_", 0) != 0) continue;
     ASSERT_EQ(s.entries().count(name), 1u) << name;
@@ -93,7 +107,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
   EXPECT_EQ(s.get_int("HVDC_ROUND_TREE_MIN_RANKS"), 64);
-  EXPECT_EQ(s.entries().size(), 27u);
+  EXPECT_EQ(s.entries().size(), 28u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }

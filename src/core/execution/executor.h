@@ -42,6 +42,11 @@ class Executor {
   // vector between calls, so that a warm step's poll allocates nothing.
   void poll(std::vector<FinishedOp>* finished);
   bool idle() const { return running_.empty(); }
+  // The backend of a device type's tensors; null if there is none.
+  ops::Backend* backend(int32_t device_type) const {
+    auto it = backends_.find(device_type);
+    return it == backends_.end() ? nullptr : it->second.get();
+  }
   // Tells every backend that the engine's work ended (ops::Backend::abort).
   void abort(const Status& why);
   // The responses started and not yet returned by poll(), oldest first (for hang reports).

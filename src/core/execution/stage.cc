@@ -85,6 +85,11 @@ ops::Group ExecutionStage::group_of(const SetState& set) {
   return group;
 }
 
+ops::LaneBoard* ExecutionStage::lane_board(const SetState& set) {
+  ops::Backend* host = executor_.backend(HVD_DEVICE_CPU);
+  return host != nullptr ? host->lane(group_of(set)) : nullptr;
+}
+
 bool ExecutionStage::finish_executed() {
   // The vector's storage is kept between passes; taken out while it is walked, so that a pass
   // run from inside finish() (it should not happen) would only allocate a vector of its own.

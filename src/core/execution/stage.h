@@ -54,6 +54,9 @@ class ExecutionStage {
   void abort(const Status& why) { executor_.abort(why); }
   // Started, not yet finished (for hang reports).
   std::vector<const Response*> running() const { return executor_.running(); }
+  // The lane of a set whose members share this host (ops/lane.h): null until the host backend
+  // has the set's board ready.
+  ops::LaneBoard* lane_board(const SetState& set);
   // The set of the collective being started now, if any (its op number is the running one's).
   const SetState* starting() const { return starting_; }
 

@@ -27,6 +27,12 @@ bool Negotiation::report_local_requests() {
   return true;
 }
 
+void Negotiation::report(Request request) {
+  std::map<SetState*, std::vector<Request>> uncached;
+  report_request(request, &uncached);
+  for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
+}
+
 void Negotiation::report_request(Request& r, std::map<SetState*, std::vector<Request>>* uncached) {
   SetState* set = member_set(r.process_set);
   if (set == nullptr) {
@@ -46,6 +52,7 @@ void Negotiation::report_request(Request& r, std::map<SetState*, std::vector<Req
   uint32_t slot = 0;
   switch (set->cache.lookup(r, &slot)) {
     case ResponseCache::Lookup::kHit: {
+      if (ctx_.lane_offer && ctx_.lane_offer(*set, r, slot)) break;
       PendingHit hit{slot, std::chrono::steady_clock::now()};
       const size_t bytes = round_input_size(*set, r);
       if (bytes > 0) {

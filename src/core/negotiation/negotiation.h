@@ -56,18 +56,26 @@ struct NegotiationContext {
   // Ends the engine's work on every rank (a peer's garbled message, a round that timed out).
   std::function<void(const Status&)> fail;
   const Status* terminated = nullptr;  // non-ok once the engine's work ended
+  // Offered each cached request this rank submits (its slot in the set's cache): true if the lane
+  // (lane/lane.h) took it, which then agrees on it without a round. Empty: none does.
+  std::function<bool(SetState&, const Request&, uint32_t slot)> lane_offer;
 };
 
 class Negotiation {
  public:
   Negotiation(const NegotiationConfig& config, NegotiationContext context);
   ~Negotiation();
+  // A round is under way: this rank's message for it is out, or a peer's came (taken from the
+  // transport now).
+  bool round_open();
   // Whether rounds go through the tree (else all-to-all).
   bool uses_round_tree() const { return tree_ != nullptr; }
 
   // Reports the requests submitted since the last call: cached ones in the next round, the
   // others to their set's coordinator. True if there were any.
   bool report_local_requests();
+  // Reports one request as report_local_requests() does (an op the lane voided).
+  void report(Request request);
   // The calls below that take `now` are made on every pass of the engine's loop, which reads the
   // clock once per pass.
   using Clock = std::chrono::steady_clock;
@@ -87,6 +95,8 @@ class Negotiation {
   void release_early_requests();
   // An executed response, whose storage the next cached ones reuse (kept_storage.cc).
   void recycle_response(Response response);
+  // Such storage (an empty response where none is kept).
+  Response spare_response();
   // hvd_join was called here and its join has not completed: this rank contributes zeros.
   bool joined() const { return self_joined_; }
   void join_completed() { self_joined_ = false; }
@@ -108,8 +118,9 @@ class Negotiation {
   std::vector<std::unique_ptr<RoundMessage>>& round_slots(uint64_t round);
   void recycle(RoundNode node);
   std::shared_ptr<RoundInputs> spare_round_inputs();
-  Response spare_response();
   // rounds.cc
+  // Takes the peers' round messages that arrived into the inbox; true if there were any.
+  bool receive_round_messages();
   std::unique_ptr<RoundMessage> build_round_message();
   // The message's inputs keep `bytes` alive.
   Status decode_round_message(std::shared_ptr<const std::string> bytes, RoundMessage* msg) const;

@@ -37,8 +37,13 @@ Status Negotiation::decode_round_message(std::shared_ptr<const std::string> byte
   return Status::ok();
 }
 
-bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_point now) {
-  if (tree_) return progress_tree_rounds(agreed, now);
+bool Negotiation::round_open() {
+  if (in_round_) return true;
+  if (!tree_) receive_round_messages();
+  return !inbox_.empty();
+}
+
+bool Negotiation::receive_round_messages() {
   bool busy = false;
   transport::Tag tag;
   for (;;) {
@@ -62,6 +67,12 @@ bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_poin
     }
     round_slots(msg->round)[from] = std::move(msg);
   }
+  return busy;
+}
+
+bool Negotiation::progress_rounds(std::deque<Response>* agreed, Clock::time_point now) {
+  if (tree_) return progress_tree_rounds(agreed, now);
+  bool busy = receive_round_messages();
   if (!running()) return busy;
   const bool peer_started = inbox_.count(round_ + 1) != 0;
   if (!in_round_ && (round_wanted_ || peer_started)) {

@@ -46,6 +46,14 @@ Status CpuBackend::start(const CollectiveArgs& op, std::unique_ptr<PendingCollec
   return make_error(HVD_ERR_INTERNAL, "collective %d is not executable", static_cast<int>(op.type));
 }
 
+LaneBoard* CpuBackend::lane(const Group& group) {
+  if (!group.same_host || group.size() < 2) return nullptr;
+  auto it = local_.sets.find(group.members);
+  if (it == local_.sets.end()) return nullptr;
+  local::Board* board = it->second.board.get();
+  return board != nullptr && board->ready ? board : nullptr;
+}
+
 Comm comm_for(const Group& group) {
   Comm comm;
   comm.transport = group.transport;

@@ -16,6 +16,8 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options);
   Status start(const CollectiveArgs& op, std::unique_ptr<PendingCollective>* pending) override;
+  // The set's board, once every member has every peer's open (in_place_local.cc).
+  LaneBoard* lane(const Group& group) override;
 
  private:
   Comm make_comm(const CollectiveArgs& op);

@@ -1,27 +1,16 @@
 #include "ops/cpu/local/board.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <new>
 
 #include "common/log.h"
 #include "ops/cpu/comm.h"
+#include "ops/cpu/local/board_slot.h"
 #include "transport/waiting.h"
 
 namespace hvdc::ops::cpu::local {
-
-// The counters sit on cache lines of their own: a member spinning on a peer's `described` does
-// not pull the line the peer writes its outcome into.
-struct Board::Slot {
-  alignas(64) std::atomic<uint64_t> described{0};  // the last op whose description `desc` holds
-  std::atomic<uint32_t> described_sleepers{0};     // peers asleep on it (FlagWait::sleepers)
-  alignas(64) std::atomic<uint64_t> written{0};    // the last op whose chunk it wrote everywhere
-  std::atomic<uint32_t> written_sleepers{0};
-  int32_t code = 0;  // that op's outcome here
-  char message[244] = {0};
-  alignas(64) uint64_t desc_bytes = 0;
-  char desc[1];  // up to kBoardBytes - offsetof(desc)
-};
 
 namespace {
 

@@ -5,7 +5,8 @@
 // they sleep on a counter), and its counters only grow: op k's notice is the counter reaching k. A
 // member rewrites its description for op k + 1 only after every member said op k was written, which
 // each says only after it read every description of op k; and its outcome only after every
-// description of op k + 1 was posted, so each stays while it is read.
+// description of op k + 1 was posted, so each stays while it is read. The boards also carry the
+// set's lane (ops/lane.h, board_lane.cc).
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +19,7 @@
 #include "common/status.h"
 #include "memory/peer_regions.h"
 #include "memory/shared_regions.h"
+#include "ops/lane.h"
 
 namespace hvdc::ops::cpu {
 struct Comm;
@@ -27,7 +29,7 @@ namespace hvdc::ops::cpu::local {
 
 using common::Status;
 
-class Board {
+class Board : public LaneBoard {
  public:
   Board(int members, int index);
   ~Board();
@@ -60,13 +62,24 @@ class Board {
   // Set once every member found every peer's board open (agreed through the transport).
   bool ready = false;
 
+  // The lane (board_lane.cc).
+  uint64_t lane_next() override;
+  bool lane_post(uint64_t k, const std::string& signature) override;
+  bool lane_peer_posted(uint64_t k) const override;
+  LaneVerdict lane_decide(uint64_t k) override;
+  LaneVerdict lane_withdraw(uint64_t k) override;
+
  private:
   struct Slot;
+  // What a decision word `decided` says of agreement k, which this member posted or answers.
+  LaneVerdict lane_observe(uint64_t decided, uint64_t k);
+  bool lane_signatures_equal(uint64_t k, bool* all_posted) const;
   int members_;
   int index_;
   Slot* own_ = nullptr;
   memory::RegionRef ref_;
   uint64_t op_ = 0;
+  uint64_t lane_seen_ = 0;    // the last agreement seen decided
   std::vector<Slot*> slots_;  // by member index, this member's own included; null: not open
 };
 

@@ -1,0 +1,126 @@
+// The lane (lane.h): posting, deciding and settling a rank's op on its set's board.
+#include "core/lane/lane.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/dtype.h"
+
+namespace hvdc::core {
+
+namespace {
+
+template <typename T>
+void append_raw(std::string* out, const T& value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+}  // namespace
+
+void lane_signature(const Request& r, uint64_t set_ops, std::string* out) {
+  out->clear();
+  append_raw(out, set_ops);
+  const OpParams& p = r.params();
+  append_raw(out, p.op_type);
+  append_raw(out, p.dtype);
+  append_raw(out, p.reduce_op);
+  append_raw(out, p.root);
+  append_raw(out, p.device_type);
+  append_raw(out, p.device_id);
+  append_raw(out, p.prescale);
+  append_raw(out, p.postscale);
+  append_raw(out, p.flags);
+  append_raw(out, r.process_set);
+  append_raw(out, static_cast<uint32_t>(r.shape.size()));
+  for (int64_t d : r.shape) append_raw(out, d);
+  out->append(r.name);
+}
+
+bool Lane::eligible(const SetState& set, const Request& r) const {
+  if (!ctx_.enabled || reporting_ || holds_ || set.size() < 2) return false;
+  if (r.op_type != OpType::kAllreduce || r.device_type != HVD_DEVICE_CPU) return false;
+  return element_count(r.shape) * common::dtype_size(r.dtype) >= ctx_.min_bytes;
+}
+
+ops::LaneBoard* Lane::board_of(const SetState& set) {
+  auto it = boards_.find(set.info.id);
+  if (it != boards_.end()) return it->second;
+  ops::LaneBoard* board = ctx_.stage->lane_board(set);
+  if (board == nullptr) return nullptr;  // not ready yet: asked again next time
+  boards_[set.info.id] = board;
+  if (std::find(known_boards_.begin(), known_boards_.end(), board) == known_boards_.end()) {
+    known_boards_.push_back(board);
+  }
+  return board;
+}
+
+bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
+                 const std::deque<Response>& agreed) {
+  if (!eligible(set, request)) return false;
+  ops::LaneBoard* board = board_of(set);
+  if (board == nullptr) return false;
+  // Only this op in flight here: nothing queued to run, running, or waiting for agreement.
+  if (!agreed.empty() || !ctx_.stage->idle() || ctx_.queue->in_flight() != 1 || ctx_.joined() ||
+      ctx_.round_open()) {
+    return false;
+  }
+  lane_signature(request, set.op_seq, &signature_);
+  const uint64_t k = board->lane_next();
+  if (!board->lane_post(k, signature_)) return false;
+  holds_ = true;
+  posted_.board = board;
+  posted_.k = k;
+  posted_.request = request;  // into the storage of the last op's
+  posted_.response = ctx_.spare_response();
+  posted_.response = set.cache.response(slot);
+  return true;
+}
+
+// Runs or voids the posted op on its verdict; false while it is undecided.
+bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
+  if (verdict == ops::LaneVerdict::kUndecided) return false;
+  holds_ = false;
+  if (verdict == ops::LaneVerdict::kRun) {
+    ++ctx_.stats->cache_hits;
+    ++ctx_.stats->lane_collectives;
+    agreed->push_front(std::move(posted_.response));
+    return true;
+  }
+  ++ctx_.stats->lane_voids;
+  reporting_ = true;  // so that the negotiation does not offer it back
+  ctx_.report(posted_.request);
+  reporting_ = false;
+  return true;
+}
+
+// A peer posted an agreement this rank will not post for, as it has other ops in flight (or the
+// same op, sent to the negotiation): void it, so that the peer's op goes to the negotiation too
+// instead of waiting for this rank's post until its engine would sleep.
+void Lane::answer_peers() {
+  if (holds_ || ctx_.queue->in_flight() == 0) return;
+  for (ops::LaneBoard* board : known_boards_) {
+    const uint64_t k = board->lane_next();
+    if (!board->lane_peer_posted(k)) continue;
+    board->lane_withdraw(k);
+    ++ctx_.stats->lane_voids;
+  }
+}
+
+bool Lane::progress(std::deque<Response>* agreed) {
+  if (holds_) return act_on(posted_.board->lane_decide(posted_.k), agreed);
+  answer_peers();
+  return false;
+}
+
+bool Lane::settle(std::deque<Response>* agreed) {
+  if (!holds_) return false;
+  return act_on(posted_.board->lane_withdraw(posted_.k), agreed);
+}
+
+void Lane::abandon() {
+  if (!holds_) return;
+  posted_.board->lane_withdraw(posted_.k);
+  holds_ = false;
+}
+
+}  // namespace hvdc::core

@@ -1,0 +1,91 @@
+// The lane: a cached host allreduce of a set whose members share this host is agreed on the
+// set's board (ops/lane.h) instead of in a negotiation round, when it is the only op this rank
+// has in flight, as in a loop that waits for each op. It then runs like any agreed response, next,
+// through the host backend (whose in-place path meets on the same board), without the round's
+// messages or its wait. Everything else, and every op the lane voids, goes to the negotiation.
+//
+// Why the order of execution stays the same on every member: a rank posts an op only while
+// nothing else is in flight, queued to run or running here; and before it runs any negotiated
+// response, or before its engine thread sleeps, it settles its posted op (voids it, unless it was
+// decided to run: it then runs first). So every member runs a lane op before any response agreed
+// after it, and none waits on another for it. A lane op never waits either: it is decided, or
+// voided, and meanwhile the passes go on.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/engine_stats.h"
+#include "core/execution/stage.h"
+#include "core/message.h"
+#include "core/set_state.h"
+#include "core/tensor_queue.h"
+#include "ops/lane.h"
+
+namespace hvdc::core {
+
+// What the lane works with, owned by the engine (its passes only, one thread at a time).
+struct LaneContext {
+  TensorQueue* queue = nullptr;
+  EngineStats* stats = nullptr;
+  ExecutionStage* stage = nullptr;  // idle(), and the sets' boards
+  // Hands a voided op to the negotiation (Negotiation::report).
+  std::function<void(Request)> report;
+  // An executed response's storage, for the next (Negotiation::spare_response).
+  std::function<Response()> spare_response;
+  std::function<bool()> joined;      // this rank has joined (hvd_join): it takes no lane
+  std::function<bool()> round_open;  // a round is under way: the op goes into it
+  size_t min_bytes = 16 << 10;       // HVDC_LOCAL_MIN_BYTES: smaller ops do not meet on the board
+  bool enabled = true;               // HVDC_LANE
+};
+
+class Lane {
+ public:
+  explicit Lane(LaneContext context) : ctx_(std::move(context)) {}
+
+  // A cached request this rank just submitted (its cache slot in `set`): true if the lane took
+  // it, false if it goes to the negotiation. `agreed`: the responses waiting to run here.
+  bool offer(SetState& set, const Request& request, uint32_t slot,
+             const std::deque<Response>& agreed);
+  // Decides the op posted here (run: its response goes to the front of *agreed; void: to the
+  // negotiation), and voids a peer's post that this rank cannot answer with one of its own
+  // (it has other ops in flight). True if anything happened.
+  bool progress(std::deque<Response>* agreed);
+  // Before negotiated responses run, or before the engine thread sleeps: decides the op posted
+  // here at once, as progress() does, voiding it unless it was decided to run.
+  bool settle(std::deque<Response>* agreed);
+  // The engine's work ended: the op posted here is voided where it can still be.
+  void abandon();
+  bool holds() const { return holds_; }
+
+ private:
+  struct Posted {
+    ops::LaneBoard* board = nullptr;
+    uint64_t k = 0;  // its agreement
+    Request request;
+    Response response;  // the cached response, as it was when posted
+  };
+  bool eligible(const SetState& set, const Request& request) const;
+  ops::LaneBoard* board_of(const SetState& set);
+  bool act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed);
+  void answer_peers();
+
+  LaneContext ctx_;
+  // The op posted here while holds_; kept between ops for its storage.
+  Posted posted_;
+  bool holds_ = false;
+  bool reporting_ = false;                     // a voided op goes to the negotiation
+  std::map<int32_t, ops::LaneBoard*> boards_;  // by set id, once ready (boards never go away)
+  std::vector<ops::LaneBoard*> known_boards_;  // those boards, once each
+  std::string signature_;                      // offer()'s, kept for its storage
+};
+
+// The bytes two members' posts for one op have alike: every field of the request they must agree
+// on, and how many responses of its set each has run (a member can run an error response for a
+// tensor it never submitted after another member posted, which would number their ops apart).
+void lane_signature(const Request& request, uint64_t set_ops, std::string* out);
+
+}  // namespace hvdc::core

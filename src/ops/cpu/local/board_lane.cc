@@ -1,0 +1,99 @@
+// The lane on the boards (ops/lane.h). Each member posts on its own board: its signature, then
+// its counter `lane_posted` raised to k. The decision lies in the first member's board, in one
+// word that only grows: a member decides agreement k by swapping the word from "k - 1 decided"
+// to "k run" or "k void", so exactly one decision stands, whoever races. A member that posted
+// k and finds a later agreement decided knows k was void: a run needs every member's part in
+// its op, so nobody passes a run agreement without this member.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/cpu/local/board.h"
+#include "ops/cpu/local/board_slot.h"
+
+namespace hvdc::ops::cpu::local {
+
+namespace {
+
+constexpr uint64_t kRun = 1;
+constexpr uint64_t kVoid = 2;
+
+uint64_t agreement_of(uint64_t decided) {
+  return decided >> 2;
+}
+uint64_t decision(uint64_t k, uint64_t verdict) {
+  return (k << 2) | verdict;
+}
+
+}  // namespace
+
+uint64_t Board::lane_next() {
+  const uint64_t decided = slots_[0]->lane_decided.load(std::memory_order_acquire);
+  lane_seen_ = std::max(lane_seen_, agreement_of(decided));
+  return lane_seen_ + 1;
+}
+
+bool Board::lane_post(uint64_t k, const std::string& signature) {
+  if (signature.size() > kLaneSignatureBytes) return false;
+  own_->lane_bytes = static_cast<uint32_t>(signature.size());
+  std::memcpy(own_->lane_signature, signature.data(), signature.size());
+  own_->lane_posted.store(k, std::memory_order_release);
+  return true;
+}
+
+bool Board::lane_peer_posted(uint64_t k) const {
+  for (int m = 0; m < members_; ++m) {
+    if (m != index_ && slots_[m]->lane_posted.load(std::memory_order_acquire) >= k) return true;
+  }
+  return false;
+}
+
+LaneVerdict Board::lane_observe(uint64_t decided, uint64_t k) {
+  const uint64_t at = agreement_of(decided);
+  lane_seen_ = std::max(lane_seen_, at);
+  if (at < k) return LaneVerdict::kUndecided;
+  if (at > k) return LaneVerdict::kVoid;
+  return (decided & 3) == kRun ? LaneVerdict::kRun : LaneVerdict::kVoid;
+}
+
+// Whether every member posted k with this member's signature. A peer's signature is read after
+// its counter; should the peer rewrite it meanwhile, k was decided first, and the swap that would
+// act on the reading fails.
+bool Board::lane_signatures_equal(uint64_t k, bool* all_posted) const {
+  *all_posted = false;
+  bool equal = true;
+  for (int m = 0; m < members_; ++m) {
+    if (m == index_) continue;
+    const Slot* peer = slots_[m];
+    if (peer->lane_posted.load(std::memory_order_acquire) != k) return false;
+    equal = equal && peer->lane_bytes == own_->lane_bytes &&
+            std::memcmp(peer->lane_signature, own_->lane_signature, own_->lane_bytes) == 0;
+  }
+  *all_posted = true;
+  return equal;
+}
+
+LaneVerdict Board::lane_decide(uint64_t k) {
+  std::atomic<uint64_t>& word = slots_[0]->lane_decided;
+  uint64_t decided = word.load(std::memory_order_acquire);
+  if (agreement_of(decided) >= k) return lane_observe(decided, k);
+  bool all_posted = false;
+  const bool equal = lane_signatures_equal(k, &all_posted);
+  if (!all_posted || agreement_of(decided) + 1 != k) return LaneVerdict::kUndecided;
+  const uint64_t mine = decision(k, equal ? kRun : kVoid);
+  if (word.compare_exchange_strong(decided, mine)) decided = mine;
+  return lane_observe(decided, k);
+}
+
+LaneVerdict Board::lane_withdraw(uint64_t k) {
+  std::atomic<uint64_t>& word = slots_[0]->lane_decided;
+  uint64_t decided = word.load(std::memory_order_acquire);
+  while (agreement_of(decided) + 1 == k) {
+    if (word.compare_exchange_weak(decided, decision(k, kVoid))) {
+      decided = decision(k, kVoid);
+      break;
+    }
+  }
+  return lane_observe(decided, k);
+}
+
+}  // namespace hvdc::ops::cpu::local

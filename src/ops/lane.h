@@ -1,0 +1,30 @@
+// A lane: the members of a set on one host agree on their next op through shared memory instead
+// of a negotiation round (core/lane/lane.h says which ops and when). Agreements are numbered on
+// each board; each member posts the op it has for agreement k, and k is decided once, run or
+// void, by whichever member first sees the answer: run when every member posted the same op,
+// void when one posted another or withdrew. A voided op goes to the negotiation as before.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hvdc::ops {
+
+enum class LaneVerdict { kUndecided, kRun, kVoid };
+
+class LaneBoard {
+ public:
+  virtual ~LaneBoard() = default;
+  // The agreement this member posts next: one past the last decided one.
+  virtual uint64_t lane_next() = 0;
+  // Posts this member's op for agreement k; false if its signature does not fit the board.
+  virtual bool lane_post(uint64_t k, const std::string& signature) = 0;
+  // Whether a peer posted for agreement k or a later one.
+  virtual bool lane_peer_posted(uint64_t k) const = 0;
+  // k's verdict, deciding it once every member posted k.
+  virtual LaneVerdict lane_decide(uint64_t k) = 0;
+  // Voids k unless it was decided already; its verdict.
+  virtual LaneVerdict lane_withdraw(uint64_t k) = 0;
+};
+
+}  // namespace hvdc::ops

@@ -1,0 +1,239 @@
+// Mode "lane": allreduces that the ranks of one host agree on through their set's board instead
+// of a negotiation round (src/core/lane/lane.h): a loop that waits for each op, the way the lane
+// is taken, with every result checked exactly; and the cases the lane must hand to the
+// negotiation: ops that differ between ranks (other names first, other metadata), other ops in
+// flight, collectives that never take the lane between lane ops. HVDC_LANE=0 (the lane-off run)
+// must show a round for every op of a tight loop, the default run far fewer rounds than ops.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "suites.h"
+
+namespace hvdc_test {
+namespace {
+
+// From this many bytes an allreduce of one host's ranks meets on the board (the default
+// HVDC_LOCAL_MIN_BYTES), where the lane applies.
+constexpr size_t kLaneFloats = 16 << 10;  // 64 KiB
+
+uint64_t rounds_so_far() {
+  hvd_stats_t s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  return hvd_stats_get(&s) == HVD_SUCCESS ? s.rounds : 0;
+}
+
+// Float32 allreduce of `data` (count elements) in place under `name`; waits.
+hvd_status_t allreduce_in_place(float* data, size_t count, const std::string& name, int32_t op) {
+  int64_t shape[1] = {static_cast<int64_t>(count)};
+  hvd_tensor_t t = {data, HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_handle_t h = 0;
+  hvd_status_t s = hvd_allreduce_async(&t, data, op, name.c_str(), nullptr, &h);
+  if (s == HVD_SUCCESS) s = hvd_wait(h);
+  hvd_handle_free(h);
+  return s;
+}
+
+// Element i of rank r's input in step `step`: small integers, so every sum is exact.
+float input_value(int r, size_t i, int step) {
+  return static_cast<float>((r + 1) * ((i + step) % 7));
+}
+
+// Whether data holds the SUM over ranks of input_value; *detail names the first wrong element.
+bool check_sum(const float* data, size_t count, int step, std::string* detail) {
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < hvd_size(); ++r) want += input_value(r, i, step);
+    if (data[i] != want) {
+      *detail = "element " + std::to_string(i) + ": " + std::to_string(data[i]) + ", want " +
+                std::to_string(want);
+      return false;
+    }
+  }
+  return true;
+}
+
+void fill(float* data, size_t count, int step) {
+  for (size_t i = 0; i < count; ++i) data[i] = input_value(hvd_rank(), i, step);
+}
+
+// A loop that waits for each op, on a buffer from hvd_mem_alloc (the peers map it) or the heap.
+void wait_loop(Results& results, const char* label, float* data, size_t count, int steps) {
+  bool ok = true;
+  std::string detail;
+  for (int step = 0; step < steps && ok; ++step) {
+    fill(data, count, step);
+    const hvd_status_t s =
+        allreduce_in_place(data, count, std::string("lane.") + label, HVD_OP_SUM);
+    ok = s == HVD_SUCCESS && check_sum(data, count, step, &detail);
+    if (s != HVD_SUCCESS) detail = "step " + std::to_string(step) + ": " + status_text(s);
+  }
+  record(results, std::string("lane.") + label, ok, detail);
+}
+
+bool lane_enabled() {
+  const char* v = std::getenv("HVDC_LANE");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+// kLaneFloats from hvd_mem_alloc; null (and case `name` failed) if it refused.
+float* shared_floats(Results& results, const char* name) {
+  void* shared = nullptr;
+  if (hvd_mem_alloc(kLaneFloats * sizeof(float), &shared) == HVD_SUCCESS) {
+    return static_cast<float*>(shared);
+  }
+  record(results, name, false, hvd_last_error_message());
+  return nullptr;
+}
+
+void test_wait_loops(Results& results) {
+  constexpr int kSteps = 300;
+  float* shared = shared_floats(results, "lane.mem-alloc");
+  if (shared == nullptr) return;
+  wait_loop(results, "mem-alloc", shared, kLaneFloats, kSteps);
+  hvd_mem_free(shared);
+  // Odd sizes on the heap, through the stage.
+  std::vector<float> heap(kLaneFloats * 4 + 3);
+  wait_loop(results, "heap", heap.data(), heap.size(), kSteps);
+}
+
+// Whether the lane takes the ops: a loop that does nothing between its ops, taking the maximum
+// in place, so that every later op holds the same values. Off, every op needs a round; on, the
+// lane takes most ops. (The loops above check every result between ops, which on a machine with
+// fewer cores than threads keeps the ranks apart by more than a post waits: there many of their
+// ops go by round.)
+void test_lane_taken(Results& results) {
+  constexpr int kOps = 500;
+  float* data = shared_floats(results, "lane.taken");
+  if (data == nullptr) return;
+  fill(data, kLaneFloats, 0);
+  const uint64_t before = rounds_so_far();
+  hvd_status_t s = HVD_SUCCESS;
+  for (int op = 0; op < kOps && s == HVD_SUCCESS; ++op) {
+    s = allreduce_in_place(data, kLaneFloats, "lane.taken", HVD_OP_MAX);
+  }
+  const uint64_t rounds = rounds_so_far() - before;
+  std::string detail = status_text(s);
+  bool ok = s == HVD_SUCCESS;
+  for (size_t i = 0; ok && i < kLaneFloats; ++i) {
+    ok = data[i] == input_value(hvd_size() - 1, i, 0);
+    if (!ok) detail = "element " + std::to_string(i) + ": " + std::to_string(data[i]);
+  }
+  hvd_mem_free(data);
+  record(results, "lane.taken-results", ok, detail);
+  // Every rank must agree: the lane is the set's, never one rank's.
+  const int64_t most = all_max(static_cast<int64_t>(rounds), "lane.rounds");
+  if (hvd_rank() == 0) {
+    std::printf("lane: %lld rounds for %d ops at np %d\n", static_cast<long long>(most), kOps,
+                hvd_size());
+  }
+  ok = lane_enabled() ? most < kOps / 4 : most >= kOps;
+  record(results, "lane.taken", ok,
+         std::to_string(most) + " rounds for " + std::to_string(kOps) + " ops, HVDC_LANE " +
+             (lane_enabled() ? "on" : "off"));
+}
+
+// Two ops in flight, submitted in another order on odd ranks: each rank may post its first op
+// alone, and the posts differ; the negotiation runs both.
+void test_other_order(Results& results) {
+  bool ok = true;
+  std::string detail;
+  std::vector<float> a(kLaneFloats), b(kLaneFloats + 5);
+  for (int step = 0; step < 40 && ok; ++step) {
+    fill(a.data(), a.size(), step);
+    fill(b.data(), b.size(), step + 1);
+    int64_t shape_a[1] = {static_cast<int64_t>(a.size())};
+    int64_t shape_b[1] = {static_cast<int64_t>(b.size())};
+    hvd_tensor_t ta = {a.data(), HVD_FLOAT32, 1, shape_a, {HVD_DEVICE_CPU, 0}};
+    hvd_tensor_t tb = {b.data(), HVD_FLOAT32, 1, shape_b, {HVD_DEVICE_CPU, 0}};
+    hvd_handle_t ha = 0, hb = 0;
+    hvd_status_t sa = HVD_SUCCESS, sb = HVD_SUCCESS;
+    if (hvd_rank() % 2 == 0) {
+      sa = hvd_allreduce_async(&ta, a.data(), HVD_OP_SUM, "lane.order.a", nullptr, &ha);
+      sb = hvd_allreduce_async(&tb, b.data(), HVD_OP_SUM, "lane.order.b", nullptr, &hb);
+    } else {
+      sb = hvd_allreduce_async(&tb, b.data(), HVD_OP_SUM, "lane.order.b", nullptr, &hb);
+      sa = hvd_allreduce_async(&ta, a.data(), HVD_OP_SUM, "lane.order.a", nullptr, &ha);
+    }
+    if (sa == HVD_SUCCESS) sa = hvd_wait(ha);
+    if (sb == HVD_SUCCESS) sb = hvd_wait(hb);
+    hvd_handle_free(ha);
+    hvd_handle_free(hb);
+    ok = sa == HVD_SUCCESS && sb == HVD_SUCCESS && check_sum(a.data(), a.size(), step, &detail) &&
+         check_sum(b.data(), b.size(), step + 1, &detail);
+    if (sa != HVD_SUCCESS || sb != HVD_SUCCESS) detail = status_text(sa) + " / " + status_text(sb);
+  }
+  record(results, "lane.other-order", ok, detail);
+}
+
+// Lane ops between collectives that never take the lane (a broadcast, a small allreduce that
+// goes with the round, an allgather): every result right, in every order.
+void test_between_other_collectives(Results& results) {
+  bool ok = true;
+  std::string detail;
+  std::vector<float> big(kLaneFloats), small(16);
+  for (int step = 0; step < 60 && ok; ++step) {
+    fill(big.data(), big.size(), step);
+    hvd_status_t s = allreduce_in_place(big.data(), big.size(), "lane.between", HVD_OP_SUM);
+    ok = s == HVD_SUCCESS && check_sum(big.data(), big.size(), step, &detail);
+    if (!ok) break;
+    if (step % 3 == 0) {
+      float value = hvd_rank() == 0 ? static_cast<float>(step) : -1.0f;
+      int64_t shape[1] = {1};
+      hvd_tensor_t t = {&value, HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+      hvd_handle_t h = 0;
+      s = hvd_broadcast_async(&t, &value, 0, "lane.between.bcast", nullptr, &h);
+      if (s == HVD_SUCCESS) s = hvd_wait(h);
+      hvd_handle_free(h);
+      ok = s == HVD_SUCCESS && value == static_cast<float>(step);
+    } else {
+      s = allreduce_constant("lane.between.small", HVD_OP_SUM, small.size(), 1.0f, &small);
+      ok = s == HVD_SUCCESS && small[0] == static_cast<float>(hvd_size());
+    }
+    if (!ok) detail = "step " + std::to_string(step) + ": " + status_text(s);
+  }
+  record(results, "lane.between-other-collectives", ok, detail);
+}
+
+// Once cached, the last rank submits the name with another size: every rank gets the mismatch
+// from the negotiation, and the next op runs.
+void test_metadata_changes(Results& results) {
+  const bool last = hvd_rank() == hvd_size() - 1;
+  std::vector<float> buf(2 * kLaneFloats);
+  for (int step = 0; step < 6; ++step) {
+    const bool mismatch_step = step == 4 && hvd_size() > 1;
+    const size_t count = mismatch_step && last ? 2 * kLaneFloats : kLaneFloats;
+    fill(buf.data(), count, step);
+    const hvd_status_t s = allreduce_in_place(buf.data(), count, "lane.meta", HVD_OP_SUM);
+    std::string detail;
+    bool ok = mismatch_step ? s == HVD_ERR_MISMATCH : s == HVD_SUCCESS;
+    if (!ok) detail = status_text(s);
+    if (ok && !mismatch_step) ok = check_sum(buf.data(), count, step, &detail);
+    record(results, "lane.metadata-step" + std::to_string(step), ok, detail);
+  }
+}
+
+}  // namespace
+
+int run_lane_suite() {
+  if (hvd_init() != HVD_SUCCESS) {
+    std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
+    return 1;
+  }
+  Results results;
+  test_wait_loops(results);
+  test_lane_taken(results);
+  test_other_order(results);
+  test_between_other_collectives(results);
+  test_metadata_changes(results);
+  test_wait_loops(results);  // the lane again after all that
+  test_lane_taken(results);
+  const int rc = finish(results, "lane");
+  return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
+}
+
+}  // namespace hvdc_test

@@ -1,0 +1,112 @@
+// The lane on the boards (src/ops/cpu/local/board_lane.cc): two members' boards in one process,
+// each mapping the other's as a peer would. Every agreement is decided once, whoever decides,
+// and a member that posted learns the verdict even after later agreements were decided.
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "memory/peer_regions.h"
+#include "ops/cpu/local/board.h"
+
+namespace hvdc::ops::cpu::local {
+namespace {
+
+using ops::LaneVerdict;
+
+class BoardLaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int m = 0; m < 2; ++m) {
+      boards_[m] = std::make_unique<Board>(2, m);
+      ASSERT_TRUE(boards_[m]->create().is_ok());
+    }
+    for (int m = 0; m < 2; ++m) {
+      const int peer = 1 - m;
+      ASSERT_TRUE(boards_[m]->open_peer(peer, getpid(), boards_[peer]->ref(), regions_).is_ok());
+    }
+  }
+  Board& a() { return *boards_[0]; }
+  Board& b() { return *boards_[1]; }
+
+  memory::PeerRegions regions_;
+  std::unique_ptr<Board> boards_[2];
+};
+
+TEST_F(BoardLaneTest, EqualPostsRunOnBothMembers) {
+  ASSERT_EQ(1u, a().lane_next());
+  ASSERT_EQ(1u, b().lane_next());
+  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  EXPECT_EQ(LaneVerdict::kUndecided, a().lane_decide(1));  // b has not posted
+  EXPECT_TRUE(b().lane_peer_posted(1));
+  ASSERT_TRUE(b().lane_post(1, "grad.0"));
+  EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(1));
+  EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(1));
+  // Decided to run: a late withdrawal cannot void it.
+  EXPECT_EQ(LaneVerdict::kRun, a().lane_withdraw(1));
+  EXPECT_EQ(2u, a().lane_next());
+  EXPECT_EQ(2u, b().lane_next());
+}
+
+TEST_F(BoardLaneTest, DifferentPostsVoidOnBothMembers) {
+  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  ASSERT_TRUE(b().lane_post(1, "grad.1"));
+  EXPECT_EQ(LaneVerdict::kVoid, a().lane_decide(1));
+  EXPECT_EQ(LaneVerdict::kVoid, b().lane_decide(1));
+  // Same length, one byte apart.
+  ASSERT_TRUE(a().lane_post(2, std::string("x\0y", 3)));
+  ASSERT_TRUE(b().lane_post(2, std::string("x\0z", 3)));
+  EXPECT_EQ(LaneVerdict::kVoid, b().lane_decide(2));
+  EXPECT_EQ(LaneVerdict::kVoid, a().lane_decide(2));
+}
+
+TEST_F(BoardLaneTest, WithdrawalBeforeThePeerPostsVoids) {
+  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(1));
+  // b comes late with the same op: it sees agreement 1 decided and posts for 2.
+  EXPECT_EQ(2u, b().lane_next());
+  ASSERT_TRUE(b().lane_post(2, "grad.0"));
+  EXPECT_EQ(LaneVerdict::kUndecided, b().lane_decide(2));
+}
+
+TEST_F(BoardLaneTest, PeerAnswersAPostWithAVoid) {
+  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  const uint64_t k = b().lane_next();
+  ASSERT_TRUE(b().lane_peer_posted(k));
+  EXPECT_EQ(LaneVerdict::kVoid, b().lane_withdraw(k));
+  EXPECT_EQ(LaneVerdict::kVoid, a().lane_decide(1));
+  EXPECT_FALSE(b().lane_peer_posted(b().lane_next()));
+}
+
+TEST_F(BoardLaneTest, PosterLearnsAVoidAfterLaterAgreements) {
+  // b posted 1 but does not look again while a voids 1 and then 2 and 3 are decided.
+  ASSERT_TRUE(b().lane_post(1, "late"));
+  EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(a().lane_next()));
+  for (uint64_t k = 2; k <= 3; ++k) {
+    ASSERT_EQ(k, a().lane_next());
+    ASSERT_TRUE(a().lane_post(k, "next"));
+    EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(k));
+  }
+  EXPECT_EQ(LaneVerdict::kVoid, b().lane_decide(1));
+  EXPECT_EQ(4u, b().lane_next());
+}
+
+TEST_F(BoardLaneTest, StalePostDoesNotDecideALaterAgreement) {
+  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(1));
+  // a posts 2; b's counter still says 1 (it never posted): 2 stays undecided.
+  ASSERT_TRUE(a().lane_post(2, "grad.0"));
+  EXPECT_EQ(LaneVerdict::kUndecided, a().lane_decide(2));
+  ASSERT_TRUE(b().lane_post(b().lane_next(), "grad.0"));
+  EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(2));
+}
+
+TEST_F(BoardLaneTest, LongSignatureDoesNotFit) {
+  EXPECT_FALSE(a().lane_post(1, std::string(4096, 'n')));
+  EXPECT_TRUE(a().lane_post(1, std::string(400, 'n')));
+}
+
+}  // namespace
+}  // namespace hvdc::ops::cpu::local
