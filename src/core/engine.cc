@@ -220,6 +220,8 @@ void Engine::start_collaborators() {
   stage.same_host = &topology_.same_host;
   stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
   LaneContext lane;
+  lane.transport = transport_.get();
+  lane.rank = topology_.rank;
   lane.queue = &queue_;
   lane.stats = &stats_;
   lane.stage = stage_.get();
@@ -287,9 +289,8 @@ void Engine::run() {
       busy = step(now);
       // Not before a pass that looked for every kind of message: the next one does.
       const bool idle_past_spin = !busy && now - last_busy > spin;
-      // Nothing wakes this thread when a peer decides on the lane: decide the op posted here
-      // first (lane.h).
-      if (idle_past_spin && lane_->holds()) busy = lane_->settle(&responses_);
+      // With an op posted on the lane, asleep only flagged on the board (lane.h).
+      if (idle_past_spin && lane_->holds()) busy = lane_->before_sleep(&responses_, now);
       may_sleep = idle_past_spin && polled_seldom_ && !busy;
       if (idle_past_spin && !polled_seldom_) next_seldom_poll_ = now;
     }
@@ -298,6 +299,7 @@ void Engine::run() {
       std::lock_guard<std::mutex> pass(pass_mutex_);  // arming the transport uses it too
       if (queue_.begin_sleep()) idle_wait(transport_.get(), queue_.wake_fd());
       queue_.end_sleep();
+      lane_->after_sleep();
     } else {
       sched_yield();  // let a thread that has work (the app, a peer's engine) have the core
     }
@@ -331,8 +333,9 @@ bool Engine::step(std::chrono::steady_clock::time_point now) {
   polled_seldom_ = seldom;
   busy |= hang_reports_.poll([this] { return describe_pending(); });
   watch_pending(now);
-  // Notices, stall reports, failed peers, abort, peer shutdown.
+  // Notices, stall reports, failed peers, abort, peer shutdown; wake-ups from the lane.
   if (seldom) busy |= termination_->poll();
+  if (seldom) busy |= lane_->take_wakes();
   busy |= stage_->finish_executed();  // also after termination: their buffers are in use until then
   if (!termination_->status().is_ok()) {
     lane_->abandon();

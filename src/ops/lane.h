@@ -25,6 +25,13 @@ class LaneBoard {
   virtual LaneVerdict lane_decide(uint64_t k) = 0;
   // Voids k unless it was decided already; its verdict.
   virtual LaneVerdict lane_withdraw(uint64_t k) = 0;
+  // This member's engine thread sleeps (true) with its post held, or is awake again: whoever
+  // decides then wakes it (through the transport; nothing on the board can). A member that
+  // says so and then finds its post still undecided may sleep: the one who decides later reads
+  // the flag after its decision.
+  virtual void lane_sleep(bool asleep) = 0;
+  // The members (bit m: member m) that said they sleep.
+  virtual uint64_t lane_sleepers() const = 0;
 };
 
 }  // namespace hvdc::ops

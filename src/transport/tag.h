@@ -16,6 +16,7 @@ enum class TagKind : uint64_t {
   kStall = 5,        // a timed-out rank to every peer: whom it waited for (stall agreement)
   kTreeRound = 6,    // rounds of agreement at scale: up and down a tree of the ranks
   kDevice = 7,       // device communicator setup: GPU identities and NCCL unique ids
+  kLaneWake = 8,     // a rank that decided on a set's lane -> a member asleep with its post
 };
 
 constexpr int kTagKindShift = 60;

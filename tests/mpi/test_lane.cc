@@ -3,7 +3,10 @@
 // is taken, with every result checked exactly; and the cases the lane must hand to the
 // negotiation: ops that differ between ranks (other names first, other metadata), other ops in
 // flight, collectives that never take the lane between lane ops. HVDC_LANE=0 (the lane-off run)
-// must show a round for every op of a tight loop, the default run far fewer rounds than ops.
+// must show a round for every op of a tight loop, the default run far fewer rounds than ops,
+// also where odd ranks come late to every op (the early ones sleep with their posts held).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -101,20 +104,18 @@ void test_wait_loops(Results& results) {
   wait_loop(results, "heap", heap.data(), heap.size(), kSteps);
 }
 
-// Whether the lane takes the ops: a loop that does nothing between its ops, taking the maximum
-// in place, so that every later op holds the same values. Off, every op needs a round; on, the
-// lane takes most ops. (The loops above check every result between ops, which on a machine with
-// fewer cores than threads keeps the ranks apart by more than a post waits: there many of their
-// ops go by round.)
-void test_lane_taken(Results& results) {
-  constexpr int kOps = 500;
-  float* data = shared_floats(results, "lane.taken");
-  if (data == nullptr) return;
+// `ops` allreduces taking the maximum in place under `name` (so that every op after the first
+// holds the same values), odd ranks sleeping late_us before each; records whether the result is
+// right and returns the most rounds a rank took for them (-1 if they did not run).
+int64_t max_loop(Results& results, const std::string& name, int ops, int late_us) {
+  float* data = shared_floats(results, name.c_str());
+  if (data == nullptr) return -1;
   fill(data, kLaneFloats, 0);
   const uint64_t before = rounds_so_far();
   hvd_status_t s = HVD_SUCCESS;
-  for (int op = 0; op < kOps && s == HVD_SUCCESS; ++op) {
-    s = allreduce_in_place(data, kLaneFloats, "lane.taken", HVD_OP_MAX);
+  for (int op = 0; op < ops && s == HVD_SUCCESS; ++op) {
+    if (late_us > 0 && hvd_rank() % 2 == 1) usleep(late_us);
+    s = allreduce_in_place(data, kLaneFloats, name, HVD_OP_MAX);
   }
   const uint64_t rounds = rounds_so_far() - before;
   std::string detail = status_text(s);
@@ -124,17 +125,39 @@ void test_lane_taken(Results& results) {
     if (!ok) detail = "element " + std::to_string(i) + ": " + std::to_string(data[i]);
   }
   hvd_mem_free(data);
-  record(results, "lane.taken-results", ok, detail);
+  record(results, name + "-results", ok, detail);
   // Every rank must agree: the lane is the set's, never one rank's.
-  const int64_t most = all_max(static_cast<int64_t>(rounds), "lane.rounds");
+  const int64_t most = all_max(static_cast<int64_t>(rounds), name + ".rounds");
   if (hvd_rank() == 0) {
-    std::printf("lane: %lld rounds for %d ops at np %d\n", static_cast<long long>(most), kOps,
-                hvd_size());
+    std::printf("%s: %lld rounds for %d ops at np %d\n", name.c_str(), static_cast<long long>(most),
+                ops, hvd_size());
   }
-  ok = lane_enabled() ? most < kOps / 4 : most >= kOps;
-  record(results, "lane.taken", ok,
-         std::to_string(most) + " rounds for " + std::to_string(kOps) + " ops, HVDC_LANE " +
+  return most;
+}
+
+// Off, every op of such a loop needs a round; on, the lane takes most: fewer than `most_rounds`.
+void record_rounds(Results& results, const std::string& name, int64_t rounds, int ops,
+                   int64_t most_rounds) {
+  if (rounds < 0) return;
+  const bool ok = lane_enabled() ? rounds < most_rounds : rounds >= ops;
+  record(results, name, ok,
+         std::to_string(rounds) + " rounds for " + std::to_string(ops) + " ops, HVDC_LANE " +
              (lane_enabled() ? "on" : "off"));
+}
+
+// Whether the lane takes the ops of a loop that does nothing between its ops.
+void test_lane_taken(Results& results) {
+  constexpr int kOps = 500;
+  record_rounds(results, "lane.taken", max_loop(results, "lane.taken", kOps, 0), kOps, kOps / 4);
+}
+
+// Odd ranks come 3 ms after the others to every op, far past the spin after which an engine
+// thread sleeps: the early ranks sleep with their posts held, and the late ones wake them when
+// they decide, so the lane still takes most ops.
+void test_late_ranks(Results& results) {
+  constexpr int kOps = 30;
+  record_rounds(results, "lane.late-ranks", max_loop(results, "lane.late", kOps, 3000), kOps,
+                kOps / 2);
 }
 
 // Two ops in flight, submitted in another order on odd ranks: each rank may post its first op
@@ -227,6 +250,7 @@ int run_lane_suite() {
   Results results;
   test_wait_loops(results);
   test_lane_taken(results);
+  test_late_ranks(results);
   test_other_order(results);
   test_between_other_collectives(results);
   test_metadata_changes(results);

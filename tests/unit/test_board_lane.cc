@@ -103,6 +103,15 @@ TEST_F(BoardLaneTest, StalePostDoesNotDecideALaterAgreement) {
   EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(2));
 }
 
+TEST_F(BoardLaneTest, SleepersAreFlaggedToTheirPeers) {
+  EXPECT_EQ(0u, a().lane_sleepers());
+  b().lane_sleep(true);
+  EXPECT_EQ(uint64_t{1} << 1, a().lane_sleepers());
+  EXPECT_EQ(0u, b().lane_sleepers());  // a member does not wake itself
+  b().lane_sleep(false);
+  EXPECT_EQ(0u, a().lane_sleepers());
+}
+
 TEST_F(BoardLaneTest, LongSignatureDoesNotFit) {
   EXPECT_FALSE(a().lane_post(1, std::string(4096, 'n')));
   EXPECT_TRUE(a().lane_post(1, std::string(400, 'n')));

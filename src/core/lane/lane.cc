@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/dtype.h"
+#include "transport/tag.h"
 
 namespace hvdc::core {
 
@@ -37,7 +38,8 @@ void lane_signature(const Request& r, uint64_t set_ops, std::string* out) {
 }
 
 bool Lane::eligible(const SetState& set, const Request& r) const {
-  if (!ctx_.enabled || reporting_ || holds_ || set.size() < 2) return false;
+  // Up to 64 members: lane_sleepers() names them in one word.
+  if (!ctx_.enabled || reporting_ || holds_ || set.size() < 2 || set.size() > 64) return false;
   if (r.op_type != OpType::kAllreduce || r.device_type != HVD_DEVICE_CPU) return false;
   return element_count(r.shape) * common::dtype_size(r.dtype) >= ctx_.min_bytes;
 }
@@ -48,9 +50,9 @@ ops::LaneBoard* Lane::board_of(const SetState& set) {
   ops::LaneBoard* board = ctx_.stage->lane_board(set);
   if (board == nullptr) return nullptr;  // not ready yet: asked again next time
   boards_[set.info.id] = board;
-  if (std::find(known_boards_.begin(), known_boards_.end(), board) == known_boards_.end()) {
-    known_boards_.push_back(board);
-  }
+  auto known = std::find_if(known_boards_.begin(), known_boards_.end(),
+                            [board](const KnownBoard& b) { return b.board == board; });
+  if (known == known_boards_.end()) known_boards_.push_back({board, set.info.ranks});
   return board;
 }
 
@@ -69,7 +71,9 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
   if (!board->lane_post(k, signature_)) return false;
   holds_ = true;
   posted_.board = board;
+  posted_.ranks = set.info.ranks;  // into the storage of the last op's
   posted_.k = k;
+  posted_.since = std::chrono::steady_clock::now();
   posted_.request = request;  // into the storage of the last op's
   posted_.response = ctx_.spare_response();
   posted_.response = set.cache.response(slot);
@@ -79,6 +83,8 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
 // Runs or voids the posted op on its verdict; false while it is undecided.
 bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
   if (verdict == ops::LaneVerdict::kUndecided) return false;
+  wake_sleepers(posted_.board, posted_.ranks);
+  stay_awake();
   holds_ = false;
   if (verdict == ops::LaneVerdict::kRun) {
     ++ctx_.stats->cache_hits;
@@ -95,15 +101,59 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
 
 // A peer posted an agreement this rank will not post for, as it has other ops in flight (or the
 // same op, sent to the negotiation): void it, so that the peer's op goes to the negotiation too
-// instead of waiting for this rank's post until its engine would sleep.
+// instead of waiting for this rank's post until the peer gives up (Lane::kHoldLimit).
 void Lane::answer_peers() {
   if (holds_ || ctx_.queue->in_flight() == 0) return;
-  for (ops::LaneBoard* board : known_boards_) {
-    const uint64_t k = board->lane_next();
-    if (!board->lane_peer_posted(k)) continue;
-    board->lane_withdraw(k);
+  for (const KnownBoard& known : known_boards_) {
+    const uint64_t k = known.board->lane_next();
+    if (!known.board->lane_peer_posted(k)) continue;
+    known.board->lane_withdraw(k);
     ++ctx_.stats->lane_voids;
+    wake_sleepers(known.board, known.ranks);
   }
+}
+
+void Lane::wake_sleepers(ops::LaneBoard* board, const std::vector<int>& ranks) {
+  const uint64_t asleep = board->lane_sleepers();
+  if (asleep == 0 || ctx_.transport == nullptr) return;
+  for (size_t m = 0; m < ranks.size() && m < 64; ++m) {
+    if ((asleep >> m & 1) == 0) continue;
+    // A failed send means that peer is gone, which its connection's failure reports.
+    (void)ctx_.transport->send_message(
+        ranks[m], transport::make_tag(transport::TagKind::kLaneWake, ctx_.rank, 0), std::string());
+  }
+}
+
+void Lane::stay_awake() {
+  if (asleep_on_ == nullptr) return;
+  asleep_on_->lane_sleep(false);
+  asleep_on_ = nullptr;
+}
+
+bool Lane::before_sleep(std::deque<Response>* agreed, std::chrono::steady_clock::time_point now) {
+  if (!holds_) return false;
+  if (now - posted_.since > kHoldLimit) return settle(agreed);
+  if (asleep_on_ == nullptr) {
+    asleep_on_ = posted_.board;
+    asleep_on_->lane_sleep(true);
+  }
+  // Decided between the last pass and the flag: nobody would wake this rank for it.
+  return act_on(posted_.board->lane_decide(posted_.k), agreed);
+}
+
+void Lane::after_sleep() {
+  stay_awake();
+}
+
+bool Lane::take_wakes() {
+  if (ctx_.transport == nullptr) return false;
+  bool any = false;
+  transport::Tag tag;
+  while (ctx_.transport->poll_message(transport::make_tag(transport::TagKind::kLaneWake, 0, 0),
+                                      transport::kTagKindMask, &tag, &wake_bytes_)) {
+    any = true;
+  }
+  return any;
 }
 
 bool Lane::progress(std::deque<Response>* agreed) {
@@ -120,6 +170,8 @@ bool Lane::settle(std::deque<Response>* agreed) {
 void Lane::abandon() {
   if (!holds_) return;
   posted_.board->lane_withdraw(posted_.k);
+  wake_sleepers(posted_.board, posted_.ranks);
+  stay_awake();
   holds_ = false;
 }
 

@@ -12,6 +12,7 @@
 // voided, and meanwhile the passes go on.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -24,11 +25,14 @@
 #include "core/set_state.h"
 #include "core/tensor_queue.h"
 #include "ops/lane.h"
+#include "transport/transport.h"
 
 namespace hvdc::core {
 
 // What the lane works with, owned by the engine (its passes only, one thread at a time).
 struct LaneContext {
+  transport::Transport* transport = nullptr;  // wakes a peer asleep with its post
+  int rank = 0;
   TensorQueue* queue = nullptr;
   EngineStats* stats = nullptr;
   ExecutionStage* stage = nullptr;  // idle(), and the sets' boards
@@ -57,30 +61,53 @@ class Lane {
   // Before negotiated responses run, or before the engine thread sleeps: decides the op posted
   // here at once, as progress() does, voiding it unless it was decided to run.
   bool settle(std::deque<Response>* agreed);
+  // The engine thread found nothing to do for its spin and would sleep with the op posted here:
+  // it may, flagged on the board, unless the op was decided meanwhile (then acted on: true), or
+  // it has waited kHoldLimit (then settled: true). The rank that decides wakes it.
+  bool before_sleep(std::deque<Response>* agreed, std::chrono::steady_clock::time_point now);
+  // The engine thread is awake again.
+  void after_sleep();
+  // Drops the wake-up messages that came (they only end a sleep); true if there were any.
+  bool take_wakes();
   // The engine's work ended: the op posted here is voided where it can still be.
   void abandon();
   bool holds() const { return holds_; }
 
+  // How long a post waits for the other members at most: then the op goes to the negotiation,
+  // whose stall inspector and timeouts watch it.
+  static constexpr std::chrono::milliseconds kHoldLimit{100};
+
  private:
   struct Posted {
     ops::LaneBoard* board = nullptr;
-    uint64_t k = 0;  // its agreement
+    std::vector<int> ranks;  // the set's, by member index
+    uint64_t k = 0;          // its agreement
+    std::chrono::steady_clock::time_point since;
     Request request;
     Response response;  // the cached response, as it was when posted
+  };
+  struct KnownBoard {
+    ops::LaneBoard* board;
+    std::vector<int> ranks;
   };
   bool eligible(const SetState& set, const Request& request) const;
   ops::LaneBoard* board_of(const SetState& set);
   bool act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed);
   void answer_peers();
+  // After a decision: the members asleep with a post on `board` are woken.
+  void wake_sleepers(ops::LaneBoard* board, const std::vector<int>& ranks);
+  void stay_awake();
 
   LaneContext ctx_;
   // The op posted here while holds_; kept between ops for its storage.
   Posted posted_;
   bool holds_ = false;
+  ops::LaneBoard* asleep_on_ = nullptr;        // the board flagged asleep, if any
   bool reporting_ = false;                     // a voided op goes to the negotiation
   std::map<int32_t, ops::LaneBoard*> boards_;  // by set id, once ready (boards never go away)
-  std::vector<ops::LaneBoard*> known_boards_;  // those boards, once each
+  std::vector<KnownBoard> known_boards_;       // those boards, once each
   std::string signature_;                      // offer()'s, kept for its storage
+  std::string wake_bytes_;                     // take_wakes()'s
 };
 
 // The bytes two members' posts for one op have alike: every field of the request they must agree

@@ -68,6 +68,8 @@ class Board : public LaneBoard {
   bool lane_peer_posted(uint64_t k) const override;
   LaneVerdict lane_decide(uint64_t k) override;
   LaneVerdict lane_withdraw(uint64_t k) override;
+  void lane_sleep(bool asleep) override;
+  uint64_t lane_sleepers() const override;
 
  private:
   struct Slot;

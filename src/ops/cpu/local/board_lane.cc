@@ -74,7 +74,7 @@ bool Board::lane_signatures_equal(uint64_t k, bool* all_posted) const {
 
 LaneVerdict Board::lane_decide(uint64_t k) {
   std::atomic<uint64_t>& word = slots_[0]->lane_decided;
-  uint64_t decided = word.load(std::memory_order_acquire);
+  uint64_t decided = word.load();  // sequentially consistent: see lane_sleep()
   if (agreement_of(decided) >= k) return lane_observe(decided, k);
   bool all_posted = false;
   const bool equal = lane_signatures_equal(k, &all_posted);
@@ -94,6 +94,21 @@ LaneVerdict Board::lane_withdraw(uint64_t k) {
     }
   }
   return lane_observe(decided, k);
+}
+
+// Sequentially consistent, as the swaps of the decision word are: a member that raises its flag
+// and then reads the word undecided, and one that swaps the word and then reads the flags, cannot
+// both miss the other's write.
+void Board::lane_sleep(bool asleep) {
+  own_->lane_asleep.store(asleep ? 1 : 0);
+}
+
+uint64_t Board::lane_sleepers() const {
+  uint64_t mask = 0;
+  for (int m = 0; m < members_ && m < 64; ++m) {
+    if (m != index_ && slots_[m]->lane_asleep.load() != 0) mask |= uint64_t{1} << m;
+  }
+  return mask;
 }
 
 }  // namespace hvdc::ops::cpu::local

@@ -27,6 +27,7 @@ struct Board::Slot {
   alignas(64) std::atomic<uint64_t> lane_decided{0};
   // The last agreement this member posted for, and the signature it posted.
   alignas(64) std::atomic<uint64_t> lane_posted{0};
+  std::atomic<uint32_t> lane_asleep{0};  // its engine thread sleeps with its post held
   uint32_t lane_bytes = 0;
   char lane_signature[kLaneSignatureBytes] = {0};
   alignas(64) uint64_t desc_bytes = 0;
