@@ -6,10 +6,11 @@
 //
 // Why the order of execution stays the same on every member: a rank posts an op only while
 // nothing else is in flight, queued to run or running here; and before it runs any negotiated
-// response, or before its engine thread sleeps, it settles its posted op (voids it, unless it was
-// decided to run: it then runs first). So every member runs a lane op before any response agreed
-// after it, and none waits on another for it. A lane op never waits either: it is decided, or
-// voided, and meanwhile the passes go on.
+// response, or when a round starts, it settles its posted op (voids it, unless it was decided to
+// run: it then runs first). So every member runs a lane op before any response agreed after it,
+// and none waits on another for it. A lane op never blocks a pass either: it is decided, or
+// voided, and meanwhile the passes go on; an engine thread with nothing else to do sleeps with
+// its post held, and whoever decides wakes it (before_sleep()).
 #pragma once
 
 #include <chrono>
@@ -58,8 +59,8 @@ class Lane {
   // negotiation), and voids a peer's post that this rank cannot answer with one of its own
   // (it has other ops in flight). True if anything happened.
   bool progress(std::deque<Response>* agreed);
-  // Before negotiated responses run, or before the engine thread sleeps: decides the op posted
-  // here at once, as progress() does, voiding it unless it was decided to run.
+  // Before negotiated responses run, when a round starts, or after kHoldLimit: decides the op
+  // posted here at once, as progress() does, voiding it unless it was decided to run.
   bool settle(std::deque<Response>* agreed);
   // The engine thread found nothing to do for its spin and would sleep with the op posted here:
   // it may, flagged on the board, unless the op was decided meanwhile (then acted on: true), or
