@@ -230,7 +230,7 @@ void Engine::start_collaborators() {
   lane.joined = [this] { return negotiation_->joined(); };
   lane.round_open = [this] { return negotiation_->round_open(); };
   lane.min_bytes = config_.local_min_bytes;
-  lane.enabled = config_.lane && config_.peer_reads;
+  lane.enabled = config_.lane;  // a set refusing peer reads never opens its boards
   lane_ = std::make_unique<Lane>(std::move(lane));
 }
 
@@ -343,8 +343,9 @@ bool Engine::step(std::chrono::steady_clock::time_point now) {
   }
   busy |= negotiation_->report_local_requests();
   busy |= lane_->progress(&responses_);
-  // A round under way takes the op posted here (voided), rather than a round after it.
-  if (lane_->holds() && negotiation_->round_open()) busy |= lane_->settle(&responses_);
+  // A round under way takes the op posted here (voided), rather than a round after it. As the
+  // last pass's look at the transport found it: no poll of its own on every pass of the wait.
+  if (lane_->holds() && negotiation_->round_under_way()) busy |= lane_->settle(&responses_);
   if (seldom) busy |= negotiation_->coordinate(now);
   busy |= negotiation_->expose_stalled_hits(now);
   busy |= negotiation_->progress_rounds(&responses_, now);

@@ -2,39 +2,30 @@
 #include "core/lane/lane.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "common/dtype.h"
+#include "common/wire.h"
 #include "transport/tag.h"
 
 namespace hvdc::core {
 
-namespace {
-
-template <typename T>
-void append_raw(std::string* out, const T& value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof value);
-}
-
-}  // namespace
-
 void lane_signature(const Request& r, uint64_t set_ops, std::string* out) {
-  out->clear();
-  append_raw(out, set_ops);
+  common::WireWriter w(std::move(*out));  // into the storage of the last signature
   const OpParams& p = r.params();
-  append_raw(out, p.op_type);
-  append_raw(out, p.dtype);
-  append_raw(out, p.reduce_op);
-  append_raw(out, p.root);
-  append_raw(out, p.device_type);
-  append_raw(out, p.device_id);
-  append_raw(out, p.prescale);
-  append_raw(out, p.postscale);
-  append_raw(out, p.flags);
-  append_raw(out, r.process_set);
-  append_raw(out, static_cast<uint32_t>(r.shape.size()));
-  for (int64_t d : r.shape) append_raw(out, d);
-  out->append(r.name);
+  w.i64(static_cast<int64_t>(set_ops));
+  w.i32(static_cast<int32_t>(p.op_type));
+  w.i32(p.dtype);
+  w.i32(p.reduce_op);
+  w.i32(p.root);
+  w.i32(p.device_type);
+  w.i32(p.device_id);
+  w.f64(p.prescale);
+  w.f64(p.postscale);
+  w.u32(p.flags);
+  w.i32(r.process_set);
+  w.i64s(r.shape);
+  w.str(r.name);
+  *out = w.take();
 }
 
 bool Lane::eligible(const SetState& set, const Request& r) const {
@@ -103,10 +94,11 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
 // same op, sent to the negotiation): void it, so that the peer's op goes to the negotiation too
 // instead of waiting for this rank's post until the peer gives up (Lane::kHoldLimit).
 void Lane::answer_peers() {
-  if (holds_ || ctx_.queue->in_flight() == 0) return;
+  if (holds_) return;
   for (const KnownBoard& known : known_boards_) {
     const uint64_t k = known.board->lane_next();
-    if (!known.board->lane_peer_posted(k)) continue;
+    // The boards' loads first: the queue's count takes its lock, every pass.
+    if (!known.board->lane_peer_posted(k) || ctx_.queue->in_flight() == 0) continue;
     known.board->lane_withdraw(k);
     ++ctx_.stats->lane_voids;
     wake_sleepers(known.board, known.ranks);

@@ -68,6 +68,8 @@ class Negotiation {
   // A round is under way: this rank's message for it is out, or a peer's came (taken from the
   // transport now).
   bool round_open();
+  // The same as far as the last look at the transport (progress_rounds()) knows: no poll.
+  bool round_under_way() const { return in_round_ || !inbox_.empty(); }
   // Whether rounds go through the tree (else all-to-all).
   bool uses_round_tree() const { return tree_ != nullptr; }
 

@@ -38,9 +38,8 @@ Status Negotiation::decode_round_message(std::shared_ptr<const std::string> byte
 }
 
 bool Negotiation::round_open() {
-  if (in_round_) return true;
-  if (!tree_) receive_round_messages();
-  return !inbox_.empty();
+  if (!in_round_ && !tree_) receive_round_messages();
+  return round_under_way();
 }
 
 bool Negotiation::receive_round_messages() {
