@@ -244,15 +244,17 @@ const char* op_type_name(OpType type) {
   return "UNKNOWN";
 }
 
+void write_request(WireWriter& out, const Request& r) {
+  out.str(r.name);
+  out.i32(r.process_set);
+  write_params(out, r);
+  out.i64s(r.shape);
+}
+
 std::string encode(const RequestList& list) {
   WireWriter out;
   out.u32(static_cast<uint32_t>(list.requests.size()));
-  for (const Request& r : list.requests) {
-    out.str(r.name);
-    out.i32(r.process_set);
-    write_params(out, r);
-    out.i64s(r.shape);
-  }
+  for (const Request& r : list.requests) write_request(out, r);
   return out.take();
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/wire.h"
 
 namespace hvdc::core {
 
@@ -171,6 +172,8 @@ struct StallReport {
 };
 
 std::string encode(const RequestList& list);
+// One request as encode() lays it out in a list (the lane's signatures reuse it).
+void write_request(common::WireWriter& out, const Request& r);
 std::string encode(const ResponseList& list);
 // Into `reuse`'s storage (the last message's encoding, say).
 std::string encode(const RoundMessage& msg, std::string reuse = {});

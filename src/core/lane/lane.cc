@@ -11,20 +11,8 @@ namespace hvdc::core {
 
 void lane_signature(const Request& r, uint64_t set_ops, std::string* out) {
   common::WireWriter w(std::move(*out));  // into the storage of the last signature
-  const OpParams& p = r.params();
   w.i64(static_cast<int64_t>(set_ops));
-  w.i32(static_cast<int32_t>(p.op_type));
-  w.i32(p.dtype);
-  w.i32(p.reduce_op);
-  w.i32(p.root);
-  w.i32(p.device_type);
-  w.i32(p.device_id);
-  w.f64(p.prescale);
-  w.f64(p.postscale);
-  w.u32(p.flags);
-  w.i32(r.process_set);
-  w.i64s(r.shape);
-  w.str(r.name);
+  write_request(w, r);
   *out = w.take();
 }
 
