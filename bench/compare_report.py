@@ -377,9 +377,11 @@ def op_time_rows(s):
     """Where the time of an op on hvd_mem_alloc buffers goes, size by size, each column the
     median of its per-invocation figures: hvdc's op; the limit's op (one meeting of the two
     processes per op); the same with the second meeting an API call needs (shm_limit's sync);
-    what hvdc spends beyond the limit; and hvdc's 4 KiB op on those buffers, whose data work is
-    next to nothing: its per-op cost. Up to 4 MiB, where that cost is a part of the op to
-    reckon with."""
+    what hvdc spends beyond the limit; hvdc's 4 KiB op on those buffers, whose data work is
+    next to nothing: its per-op cost; what the target (80% of the limit) leaves an op beyond
+    the synced limit; and the better Open MPI's 4 KiB op less the meeting the synced limit
+    already counts: what the best library here spends per op besides its data. Up to 4 MiB,
+    where that cost is a part of the op to reckon with."""
     rows = []
     per_op = s.median("latency_shared")
     for size in (size for size in ONE_HOST_SIZES if size <= 4 * MIB):
@@ -394,12 +396,35 @@ def op_time_rows(s):
         if not (h and lim):
             continue
         rows.append([size_label(size), fmt(h), fmt(lim), fmt(synced),
-                     fmt(s.median_over(beyond)), fmt(per_op)])
+                     fmt(s.median_over(beyond)), fmt(per_op),
+                     fmt(s.median_over(lambda i, size=size: target_allowance(s, i, size))),
+                     fmt(s.median_over(lambda i, size=size: mpi_op_floor(s, i, size)))])
     return rows
 
 
+def target_allowance(s, i, size):
+    """What the target of invocation i (80% of its limit) leaves an op beyond the limit with
+    the second meeting an API call needs: the time a library may spend per op on everything
+    else (the call, agreeing on the op, completing it)."""
+    lim, synced = s.at("limit_busbw", size, i), s.at("synced_busbw", size, i)
+    if not (lim and synced):
+        return None
+    return us_per_op(size, 0.8 * lim) - us_per_op(size, synced)
+
+
+def mpi_op_floor(s, i, size):
+    """The better Open MPI's 4 KiB allreduce in invocation i less one meeting of the two
+    processes (shm_limit's sync at this size), which the synced limit already counts: what the
+    best MPI here spends per op besides the data work and the meetings."""
+    better = smallest(s.at("latency_ob1", "value", i), s.at("latency_ucx", "value", i))
+    sync = s.at("sync_us", size, i)
+    return better - sync if better and sync is not None else None
+
+
 OP_TIME_HEADER = ["size", "hvdc, us", "limit, us", "limit with one more sync, us",
-                  "hvdc beyond the limit, us", "hvdc's 4 KiB op on these buffers, us"]
+                  "hvdc beyond the limit, us", "hvdc's 4 KiB op on these buffers, us",
+                  "the target leaves per op beyond the synced limit, us",
+                  "Open MPI's 4 KiB op less one meeting, us"]
 
 
 def op_time_section(s):
@@ -415,7 +440,11 @@ def op_time_section(s):
              "more meeting of the two processes costs %s us here (shm_limit's sync). Set what "
              "hvdc spends beyond the limit beside its 4 KiB op's time, whose data work is next "
              "to nothing: that is hvdc's cost per op, which the data work does not hide at "
-             "these sizes." % fmt(sync_us, 3), ""]
+             "these sizes. The last two columns pair each invocation's target with its Open "
+             "MPI: where the target leaves an op less time than the better Open MPI spends on "
+             "its own 4 KiB op besides one meeting, the target asks of hvdc a cost per op "
+             "below that of the best library measured on this machine, and that cost, not the "
+             "memory, is what stops it." % fmt(sync_us, 3), ""]
     return lines + table_lines(OP_TIME_HEADER, rows)
 
 

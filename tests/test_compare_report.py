@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks bench/compare_report.py's section on where an op's time goes (hvd_mem_alloc buffers):
 times per op come from busbw, the "beyond the limit" column pairs each invocation's hvdc with
-that invocation's limit before the median, sizes without a limit get no row, and the section
-quotes the median sync of shm_limit.
+that invocation's limit before the median, the target's allowance and Open MPI's cost per op
+pair each invocation's figures too, sizes without a limit get no row, and the section quotes
+the median sync of shm_limit.
 Usage: test_compare_report.py COMPARE_REPORT_PY"""
 import importlib.util
 import sys
@@ -20,7 +21,11 @@ def load(path):
 def series_of(report):
     """Three invocations. At 64 KiB hvdc takes 2.0, 3.0, 2.5 us against limits of 0.5, 1.5,
     1.0 us: 1.5 us beyond in each. At 256 KiB 4, 5, 6 us against 3.5, 2, 2.5: 0.5, 3 and 3.5
-    beyond, median 3.0, where the medians of each figure alone (5 - 2.5) would say 2.5."""
+    beyond, median 3.0, where the medians of each figure alone (5 - 2.5) would say 2.5.
+    The target (80% of the limit) leaves limit / 0.8 - (limit + 0.1) us: 0.025, 0.275, 0.15 at
+    64 KiB (median 0.15) and 0.775, 0.4, 0.525 at 256 KiB (0.53). The better Open MPI's 4 KiB op
+    is 0.8, 0.6, 0.5 us, less the sync (0.1, 0.11, 0.12): 0.7, 0.49, 0.38, median 0.49, where
+    the medians of each figure alone (ob1 1.0, ucx 0.8, less 0.11) would say 0.69."""
     s = report.Series()
     hvdc_us = {64 * KIB: [2.0, 3.0, 2.5], 256 * KIB: [4.0, 5.0, 6.0]}
     limit_us = {64 * KIB: [0.5, 1.5, 1.0], 256 * KIB: [3.5, 2.0, 2.5]}
@@ -31,6 +36,8 @@ def series_of(report):
             s.add("synced_busbw", size, i + 1, size / ((limit_us[size][i] + 0.1) * 1e3))
             s.add("sync_us", size, i + 1, 0.1 + 0.01 * i)
         s.add("latency_shared", "value", i + 1, [1.9, 2.1, 2.0][i])
+        s.add("latency_ob1", "value", i + 1, [1.0, 3.0, 0.5][i])
+        s.add("latency_ucx", "value", i + 1, [0.8, 0.6, 2.0][i])
     s.add("shared", MIB, 1, 100.0)  # no limit at 1 MiB: no row
     return s
 
@@ -38,8 +45,8 @@ def series_of(report):
 def main(argv):
     report = load(argv[1])
     rows = report.op_time_rows(series_of(report))
-    want = [["64 KiB", "2.50", "1.00", "1.10", "1.50", "2.00"],
-            ["256 KiB", "5.00", "2.50", "2.60", "3.00", "2.00"]]
+    want = [["64 KiB", "2.50", "1.00", "1.10", "1.50", "2.00", "0.15", "0.49"],
+            ["256 KiB", "5.00", "2.50", "2.60", "3.00", "2.00", "0.53", "0.49"]]
     failures = []
     if rows != want:
         failures.append("rows %s, want %s" % (rows, want))
