@@ -244,12 +244,16 @@ const char* op_type_name(OpType type) {
   return "UNKNOWN";
 }
 
+namespace {
+
 void write_request(WireWriter& out, const Request& r) {
   out.str(r.name);
   out.i32(r.process_set);
   write_params(out, r);
   out.i64s(r.shape);
 }
+
+}  // namespace
 
 std::string encode(const RequestList& list) {
   WireWriter out;

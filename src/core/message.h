@@ -172,8 +172,6 @@ struct StallReport {
 };
 
 std::string encode(const RequestList& list);
-// One request as encode() lays it out in a list (the lane's signatures reuse it).
-void write_request(common::WireWriter& out, const Request& r);
 std::string encode(const ResponseList& list);
 // Into `reuse`'s storage (the last message's encoding, say).
 std::string encode(const RoundMessage& msg, std::string reuse = {});

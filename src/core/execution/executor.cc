@@ -36,30 +36,42 @@ bool to_collective(OpType type, ops::Collective* out) {
   return false;
 }
 
-// What the backend sees of one entry: its buffers, and its op state's output allocator.
-ops::TensorArgs tensor_args(TensorEntry& entry) {
-  ops::TensorArgs t;
+// What the backend sees of one entry, into *t's storage (the last op's): its buffers, and its
+// op state's output allocator.
+void fill_tensor_args(TensorEntry& entry, ops::TensorArgs* t) {
   const Request& r = entry.request;
-  t.name = r.name;
-  t.shape = r.shape;
-  t.input = entry.input;
-  t.output = entry.output;
-  t.splits = entry.splits;
-  t.stream = entry.cuda_stream;
-  t.stream_ordered = entry.stream_ordered;
-  t.submission = entry.submission;
+  t->name = r.name;
+  t->shape = r.shape;
+  t->input = entry.input;
+  t->output = entry.output;
+  t->count = 0;
+  t->splits = entry.splits;
+  t->stream = entry.cuda_stream;
+  t->stream_ordered = entry.stream_ordered;
+  t->submission = entry.submission;
   // One pointer each, which std::function keeps without allocating: the entry outlives the op
   // (Executor::Running holds it until the backend finished).
   const TensorEntry* owner = &entry;
-  t.allocate_output = [owner](const std::vector<int64_t>& shape, size_t bytes) {
+  t->allocate_output = [owner](const std::vector<int64_t>& shape, size_t bytes) {
     const Request& req = owner->request;
     return owner->state->allocate_output(req.dtype, shape, {req.device_type, req.device_id}, bytes);
   };
   OpState* state = entry.state.get();
-  t.set_received_splits = [state](std::vector<int64_t> rows) {
+  t->set_received_splits = [state](std::vector<int64_t> rows) {
     state->set_received_splits(std::move(rows));
   };
-  return t;
+}
+
+// What the arguments keep of an op once the backend started it: nothing that holds a resource
+// (a device submission) or points into the op's entries.
+void release(ops::CollectiveArgs* op) {
+  for (ops::TensorArgs& t : op->tensors) {
+    t.submission.reset();
+    t.allocate_output = nullptr;
+    t.set_received_splits = nullptr;
+  }
+  op->trace = nullptr;
+  op->member_inputs = nullptr;
 }
 
 }  // namespace
@@ -69,19 +81,19 @@ Executor::Executor(std::map<int32_t, std::unique_ptr<ops::Backend>> backends)
 
 Executor::~Executor() = default;
 
-void Executor::start(Response response, std::vector<TensorEntry> entries, ops::Group group,
+void Executor::start(Response response, std::vector<TensorEntry> entries, const ops::Group& group,
                      bool joined, std::function<void(const char*, bool)> trace) {
   running_.push_back(
       Running{FinishedOp{std::move(response), std::move(entries), Status::ok()}, nullptr});
   Running& running = running_.back();
-  running.op.status = launch(running, std::move(group), joined, std::move(trace));
+  running.op.status = launch(running, group, joined, std::move(trace));
   if (!running.op.status.is_ok()) running.pending.reset();
 }
 
-Status Executor::launch(Running& running, ops::Group group, bool joined,
+Status Executor::launch(Running& running, const ops::Group& group, bool joined,
                         std::function<void(const char*, bool)> trace) {
   const Response& response = running.op.response;
-  std::vector<TensorEntry>& entries = running.op.entries;
+  const std::vector<TensorEntry>& entries = running.op.entries;
   const bool joined_allreduce =
       joined && response.process_set == 0 && response.op_type == OpType::kAllreduce;
   if (entries.size() != response.names.size() && !joined_allreduce) {
@@ -100,10 +112,6 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
     }
     backend = it->second.get();
   }
-  ops::CollectiveArgs op;
-  if (!to_collective(response.op_type, &op.type)) {
-    return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
-  }
   // A joined rank with no entry at all runs the allreduce on the agreed device's backend.
   if (backend == nullptr) {
     auto it = backends_.find(response.device_type);
@@ -112,6 +120,28 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
                         static_cast<int>(response.device_type));
     }
     backend = it->second.get();
+  }
+  ops::CollectiveArgs own;
+  ops::CollectiveArgs& op = args_in_use_ ? own : args_;
+  const bool reused = !args_in_use_;
+  HVDC_RETURN_IF_ERROR(describe(running, group, &op));
+  op.trace = std::move(trace);
+  args_in_use_ = true;
+  Status st = backend->start(op, &running.pending);
+  if (reused) {
+    release(&op);
+    args_in_use_ = false;
+  }
+  return st;
+}
+
+Status Executor::describe(Running& running, const ops::Group& group,
+                          ops::CollectiveArgs* out) const {
+  const Response& response = running.op.response;
+  std::vector<TensorEntry>& entries = running.op.entries;
+  ops::CollectiveArgs& op = *out;
+  if (!to_collective(response.op_type, &op.type)) {
+    return make_error(HVD_ERR_INTERNAL, "op %s is not executable", op_type_name(response.op_type));
   }
   op.dtype = response.dtype;
   op.reduce_op = response.reduce_op;
@@ -122,21 +152,21 @@ Status Executor::launch(Running& running, ops::Group group, bool joined,
   op.device_id = entries.empty() ? response.device_id : entries.front().request.device_id;
   op.flags = response.flags;
   op.sizes = response.sizes;
-  op.tensors.reserve(response.names.size());
+  op.tensors.resize(response.names.size());
   size_t e = 0;
   for (size_t i = 0; i < response.names.size(); ++i) {
+    ops::TensorArgs& t = op.tensors[i];
     if (e < entries.size() && entries[e].request.name == response.names[i]) {
-      op.tensors.push_back(tensor_args(entries[e++]));
+      fill_tensor_args(entries[e++], &t);
     } else {
-      op.tensors.emplace_back();  // a joined rank: zeros (ops::TensorArgs)
-      op.tensors.back().name = response.names[i];
+      t = ops::TensorArgs{};  // a joined rank: zeros (ops::TensorArgs)
+      t.name = response.names[i];
     }
-    if (i < response.counts.size()) op.tensors.back().count = response.counts[i];
+    if (i < response.counts.size()) t.count = response.counts[i];
   }
-  if (response.inputs) op.member_inputs = &response.inputs->members;
-  op.group = std::move(group);
-  op.trace = std::move(trace);
-  return backend->start(op, &running.pending);
+  op.member_inputs = response.inputs ? &response.inputs->members : nullptr;
+  op.group = group;
+  return Status::ok();
 }
 
 void Executor::poll(std::vector<FinishedOp>* finished) {

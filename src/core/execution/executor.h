@@ -35,8 +35,8 @@ class Executor {
   // order) among `group`. `joined`: this rank called hvd_join and contributes zeros for the
   // allreduce tensors it lacks. A collective that cannot start, or that finishes at once, is
   // finished here, and comes back from the next poll() all the same.
-  void start(Response response, std::vector<TensorEntry> entries, ops::Group group, bool joined,
-             std::function<void(const char*, bool)> trace);
+  void start(Response response, std::vector<TensorEntry> entries, const ops::Group& group,
+             bool joined, std::function<void(const char*, bool)> trace);
   // Replaces *finished with the collectives finished since the last call, in start order (a
   // later one that finished waits for the earlier ones). Never blocks. The caller keeps the
   // vector between calls, so that a warm step's poll allocates nothing.
@@ -57,11 +57,17 @@ class Executor {
     FinishedOp op;
     std::unique_ptr<ops::PendingCollective> pending;  // null once finished
   };
-  Status launch(Running& running, ops::Group group, bool joined,
+  Status launch(Running& running, const ops::Group& group, bool joined,
                 std::function<void(const char*, bool)> trace);
+  // What the backend is told of the op, into `op`'s storage.
+  Status describe(Running& running, const ops::Group& group, ops::CollectiveArgs* op) const;
 
   std::map<int32_t, std::unique_ptr<ops::Backend>> backends_;
   std::deque<Running> running_;
+  // The last op's arguments, kept for their storage (a warm op's launch allocates nothing);
+  // a launch from inside a backend's start() (none does) would use its own.
+  ops::CollectiveArgs args_;
+  bool args_in_use_ = false;
 };
 
 }  // namespace hvdc::core

@@ -41,7 +41,8 @@ void ExecutionStage::execute_one(Response response) {
   // Gone: destroyed earlier in this order on every member, which failed its pending ops.
   if (set == nullptr) return;
   ++set->op_seq;
-  std::vector<TensorEntry> entries;
+  std::vector<TensorEntry> entries = std::move(spare_entries_);
+  entries.clear();
   entries.reserve(response.names.size());
   // A rank that has joined contributes zeros to set 0's allreduces it did not submit.
   const bool joined_allreduce = ctx_.negotiation->joined() && response.process_set == 0 &&
@@ -58,8 +59,9 @@ void ExecutionStage::execute_one(Response response) {
   if (runs_on_backend(response)) {
     starting_ = set;
     auto trace = ctx_.tracer->phases(response);
-    executor_.start(std::move(response), std::move(entries), group_of(*set),
-                    ctx_.negotiation->joined(), std::move(trace));
+    group_of(*set, &group_);
+    executor_.start(std::move(response), std::move(entries), group_, ctx_.negotiation->joined(),
+                    std::move(trace));
     starting_ = nullptr;
     finish_executed();
     return;
@@ -70,8 +72,8 @@ void ExecutionStage::execute_one(Response response) {
   finish(FinishedOp{std::move(response), std::move(entries), st});
 }
 
-ops::Group ExecutionStage::group_of(const SetState& set) {
-  ops::Group group;
+void ExecutionStage::group_of(const SetState& set, ops::Group* out) {
+  ops::Group& group = *out;
   group.transport = ctx_.transport;
   group.members = set.info.ranks;
   group.index = set.info.index;
@@ -82,12 +84,14 @@ ops::Group ExecutionStage::group_of(const SetState& set) {
   for (int rank : group.members) {
     group.same_host = group.same_host && (*ctx_.same_host)[rank];
   }
-  return group;
 }
 
 ops::LaneBoard* ExecutionStage::lane_board(const SetState& set) {
   ops::Backend* host = executor_.backend(HVD_DEVICE_CPU);
-  return host != nullptr ? host->lane(group_of(set)) : nullptr;
+  if (host == nullptr) return nullptr;
+  ops::Group group;
+  group_of(set, &group);
+  return host->lane(group);
 }
 
 bool ExecutionStage::finish_executed() {
@@ -120,6 +124,8 @@ void ExecutionStage::finish(FinishedOp op) {
   if (ctx_.transport) ctx_.transport->quiesce();
   for (TensorEntry& entry : op.entries) entry.state->complete(fatal ? op_failure(entry, st) : st);
   ctx_.negotiation->recycle_response(std::move(op.response));
+  op.entries.clear();
+  if (spare_entries_.capacity() < op.entries.capacity()) spare_entries_ = std::move(op.entries);
 }
 
 void ExecutionStage::count_executed(const Response& response) {

@@ -65,12 +65,16 @@ class ExecutionStage {
   void finish(FinishedOp op);
   void count_executed(const Response& response);
   Status execute_here(const Response& response, std::vector<TensorEntry>& entries);
-  ops::Group group_of(const SetState& set);
+  // Into *out's storage (the last op's group, say).
+  void group_of(const SetState& set, ops::Group* out);
 
   StageContext ctx_;
   Executor executor_;
   SetState* starting_ = nullptr;
   std::vector<FinishedOp> finished_;  // finish_executed()'s, kept for its storage
+  // The last op's group and entries vector, kept for their storage: a warm op allocates neither.
+  ops::Group group_;
+  std::vector<TensorEntry> spare_entries_;
 };
 
 }  // namespace hvdc::core

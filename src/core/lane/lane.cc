@@ -2,18 +2,17 @@
 #include "core/lane/lane.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/dtype.h"
-#include "common/wire.h"
 #include "transport/tag.h"
 
 namespace hvdc::core {
 
-void lane_signature(const Request& r, uint64_t set_ops, std::string* out) {
-  common::WireWriter w(std::move(*out));  // into the storage of the last signature
-  w.i64(static_cast<int64_t>(set_ops));
-  write_request(w, r);
-  *out = w.take();
+void lane_signature(uint32_t slot, uint64_t set_ops, std::string* out) {
+  out->resize(sizeof set_ops + sizeof slot);  // within the storage of the last signature
+  std::memcpy(&(*out)[0], &set_ops, sizeof set_ops);
+  std::memcpy(&(*out)[sizeof set_ops], &slot, sizeof slot);
 }
 
 bool Lane::eligible(const SetState& set, const Request& r) const {
@@ -45,7 +44,7 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
       ctx_.round_open()) {
     return false;
   }
-  lane_signature(request, set.op_seq, &signature_);
+  lane_signature(slot, set.op_seq, &signature_);
   const uint64_t k = board->lane_next();
   if (!board->lane_post(k, signature_)) return false;
   holds_ = true;

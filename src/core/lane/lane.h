@@ -111,9 +111,13 @@ class Lane {
   std::string wake_bytes_;                     // take_wakes()'s
 };
 
-// The bytes two members' posts for one op have alike: every field of the request they must agree
-// on, and how many responses of its set each has run (a member can run an error response for a
+// The bytes two members' posts for one op have alike: the cache slot each found its request in,
+// and how many responses of its set each has run (a member can run an error response for a
 // tensor it never submitted after another member posted, which would number their ops apart).
-void lane_signature(const Request& request, uint64_t set_ops, std::string* out);
+// The slot stands for the request, as a round's hit bits do: the caches change only in rounds,
+// alike on every member, and a rank posts only with no round under way, so members that ran as
+// many responses hold the same tensor in a slot, and a hit there means the request matches its
+// metadata (ResponseCache::lookup).
+void lane_signature(uint32_t slot, uint64_t set_ops, std::string* out);
 
 }  // namespace hvdc::core
