@@ -14,21 +14,13 @@ blast=$root/build/bench/tcp_blast
 # shellcheck source-path=SCRIPTDIR source=../tests/multihost/netns.sh
 source "$root/tests/multihost/netns.sh"
 (netns_require_or_skip) || exit $?
-netns_up
+# mpirun starts rank 1 through an agent that enters host B's namespace instead of ssh.
+netns_up_for_mpirun
 work=${work:?netns_up sets the scratch folder}
 
-# mpirun starts rank 1 through this agent, which enters host B's namespace instead of ssh.
-netns_write_mpirun_agent "$work/agent.sh"
-
-# UCX_TLS=tcp everywhere: UCX would otherwise reach the other namespace through shared memory
-# (same boot id) and never touch the veth.
+# One rank a host (UCX on TCP only: netns_mpirun).
 mpirun_two_hosts() {
-  ip netns exec "$NS_A" env HVDC_HOSTNAME=host-a \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun -np 2 -H "$ADDR_A:1,$ADDR_B:1" --bind-to none \
-    --mca plm_rsh_agent "$work/agent.sh" \
-    --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
-    -x UCX_TLS=tcp "$@"
+  netns_mpirun 1 "$@"
 }
 
 # One stream A -> B, then one each way at once; the receivers report.

@@ -54,8 +54,8 @@ run() {
   fi
 }
 
-# suite DIR LABEL [MODE...]: the unit suite, the reduced mpi matrix at np 2 and 3, and each
-# further mpi MODE at np 2.
+# suite DIR LABEL [MODE...]: the unit suite, the reduced mpi matrix at np 2 and 3, the allreduces
+# across two pretended hosts of two ranks (mode hierarchical), and each further mpi MODE at np 2.
 suite() {
   local dir=$1 label=$2 logs=$1/sanitizer-logs np mode
   shift 2
@@ -65,6 +65,8 @@ suite() {
     run "$label mpi reduced np$np" "$logs/mpi-np$np.log" \
       bash tests/mpi/run_mpi.sh $np "$dir/tests/mpi/hvdc_mpi_tests" reduced
   done
+  run "$label mpi hierarchical np4" "$logs/mpi-hierarchical-np4.log" \
+    env HVDC_TEST_HOSTS=2 bash tests/mpi/run_mpi.sh 4 "$dir/tests/mpi/hvdc_mpi_tests" hierarchical
   for mode in "$@"; do
     run "$label mpi $mode np2" "$logs/mpi-$mode-np2.log" \
       bash tests/mpi/run_mpi.sh 2 "$dir/tests/mpi/hvdc_mpi_tests" "$mode"

@@ -29,6 +29,7 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.local_min_bytes = static_cast<size_t>(settings.get_int("HVDC_LOCAL_MIN_BYTES"));
   config.peer_reads = settings.get_int("HVDC_PEER_READS") != 0;
   config.lane = settings.get_int("HVDC_LANE") != 0;
+  config.hierarchical = settings.get_int("HVDC_HIERARCHICAL_ALLREDUCE") != 0;
   config.local_stage_bytes = static_cast<size_t>(settings.get_int("HVDC_LOCAL_STAGE_BYTES"));
   config.fusion_threshold = static_cast<size_t>(settings.get_int("HVDC_FUSION_THRESHOLD"));
   config.cache_capacity = static_cast<size_t>(settings.get_int("HVDC_CACHE_CAPACITY"));

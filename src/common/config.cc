@@ -149,6 +149,10 @@ const std::vector<Knob>& knob_registry() {
       {"HVDC_LANE", nullptr, -1, true, "1", parse_bool,
        "1: a lone cached allreduce of a set whose ranks share a host is agreed through shared "
        "memory instead of a negotiation round; 0: always by round (docs/engine.md)."},
+      {"HVDC_HIERARCHICAL_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE", -1, true, "1", parse_bool,
+       "1: a host allreduce across hosts with the same number of ranks on each reduces within "
+       "each host first, then across hosts, then shares the result within each host; 0: one "
+       "ring through every rank (docs/engine.md)."},
       {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
        "Size of the pieces the ring allreduce pipelines and reduces in cache."},
       {"HVDC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", HVD_CFG_FUSION_THRESHOLD, true,

@@ -38,6 +38,7 @@ Status agree_on_settings(bootstrap::Bootstrap& bootstrap, const EngineConfig& co
       {"HVDC_LOCAL_MIN_BYTES", static_cast<int64_t>(config.local_min_bytes)},
       {"HVDC_DETERMINISTIC", config.deterministic ? 1 : 0},
       {"HVDC_LANE", config.lane ? 1 : 0},
+      {"HVDC_HIERARCHICAL_ALLREDUCE", config.hierarchical ? 1 : 0},
   };
   std::string text;
   for (const auto& [name, value] : mine) text += std::to_string(value) + " ";
@@ -70,6 +71,7 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
   options.deterministic = config.deterministic;
   options.local_min_bytes = config.local_min_bytes;
   options.peer_reads = config.peer_reads;
+  options.hierarchical = config.hierarchical;
   options.local_stage_bytes = config.local_stage_bytes;
   // CUDA tensors: the plugin's runtime, loaded on the first one (tests inject their own).
   ops::DeviceRuntimeProvider device_runtime = config.device_runtime;
@@ -218,6 +220,7 @@ void Engine::start_collaborators() {
   stage.peer_shutdown_reached = [this] { return termination_->finish_peer_shutdown(); };
   stage.terminated = &termination_->status();
   stage.same_host = &topology_.same_host;
+  stage.host_of = &topology_.host_of;
   stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
   LaneContext lane;
   lane.transport = transport_.get();

@@ -46,6 +46,7 @@ struct EngineConfig {
   size_t local_stage_bytes = 16 << 20;  // HVDC_LOCAL_STAGE_BYTES
   bool peer_reads = true;               // HVDC_PEER_READS
   bool lane = true;                     // HVDC_LANE (lane/lane.h)
+  bool hierarchical = true;             // HVDC_HIERARCHICAL_ALLREDUCE
   size_t fusion_threshold = 2 << 20;
   size_t cache_capacity = 1024;
   bool deterministic = false;

@@ -14,7 +14,11 @@ Topology compute_topology(int rank, const std::vector<std::string>& hosts) {
   t.local_size = 0;
   t.cross_rank = 0;
   t.cross_size = 0;
+  int hosts_seen = 0;
   for (size_t r = 0; r < hosts.size(); ++r) {
+    size_t first = 0;  // the first rank on r's host
+    while (hosts[first] != hosts[r]) ++first;
+    t.host_of.push_back(first == r ? hosts_seen++ : t.host_of[first]);
     t.same_host.push_back(hosts[r] == hosts[rank]);
     if (hosts[r] == hosts[rank]) ++t.local_size;
     if (local_rank_of[r] == t.local_rank) {

@@ -12,6 +12,7 @@ struct Topology {
   int local_rank = -1, local_size = -1;
   int cross_rank = -1, cross_size = -1;
   std::vector<bool> same_host;  // per rank: on this rank's host
+  std::vector<int> host_of;     // per rank: its host's number (hosts numbered by first rank)
 };
 
 Topology compute_topology(int rank, const std::vector<std::string>& hosts);

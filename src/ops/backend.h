@@ -63,7 +63,8 @@ struct Group {
   int index = 0;                              // this rank's position in members
   uint32_t context = 0;                       // the process set's tag context
   bool same_host = false;                     // every member runs on this rank's host
-  uint64_t seq = 0;                           // the op's number in its set, the same everywhere
+  std::vector<int> hosts;  // across hosts: each member's host number (empty on one host)
+  uint64_t seq = 0;        // the op's number in its set, the same everywhere
   // Called while waiting for peers; a non-ok status (the engine's work ended) stops the op.
   transport::Interrupt interrupt;
 
@@ -106,6 +107,7 @@ struct BackendOptions {
   size_t local_min_bytes = 16 << 10;        // host allreduce on one host: in place from this size
   size_t local_stage_bytes = 512 << 10;     // ... and staged through a mapped region up to this
   bool peer_reads = true;                   // this rank may read local peers' memory
+  bool hierarchical = true;                 // host allreduce across hosts: local steps first
 };
 
 class Backend {

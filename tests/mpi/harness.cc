@@ -1,6 +1,8 @@
 #include "harness.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace hvdc_test {
 
@@ -89,6 +91,23 @@ uint64_t fnv1a(const void* data, size_t bytes) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+void pretend_hosts() {
+  const char* hosts = std::getenv("HVDC_TEST_HOSTS");
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (rank == nullptr || size == nullptr) {
+    rank = std::getenv("HVDC_RANK");
+    size = std::getenv("HVDC_SIZE");
+  }
+  if (hosts == nullptr || rank == nullptr || size == nullptr) return;
+  const int h = std::atoi(hosts), r = std::atoi(rank), n = std::atoi(size);
+  if (h < 1 || n < 1) return;
+  const char* layout = std::getenv("HVDC_TEST_HOST_LAYOUT");
+  const bool interleaved = layout != nullptr && std::strcmp(layout, "interleaved") == 0;
+  const int host = interleaved ? r % h : r * h / n;
+  setenv("HVDC_HOSTNAME", ("test-host-" + std::to_string(host)).c_str(), 1);
 }
 
 }  // namespace hvdc_test

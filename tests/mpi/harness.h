@@ -29,6 +29,12 @@ int finish(const Results& results, const char* suite);
 hvd_status_t allreduce_constant(const std::string& name, int32_t op, size_t count, float value,
                                 std::vector<float>* out);
 
+// HVDC_TEST_HOSTS=H: this rank names itself one of H hosts (HVDC_HOSTNAME) before hvd_init, in
+// blocks of consecutive ranks, or dealt round-robin with HVDC_TEST_HOST_LAYOUT=interleaved, so
+// that one machine runs the algorithms across hosts (the transport still uses shared memory).
+// The rank comes from mpirun's or hvdcrun's environment.
+void pretend_hosts();
+
 hvd_tensor_t make_tensor(void* data, int32_t dtype, const std::vector<int64_t>& shape);
 std::string status_text(hvd_status_t status);  // "HVD_ERR_...: message"
 uint64_t fnv1a(const void* data, size_t bytes);

@@ -4,7 +4,9 @@
 // (a small matrix for the sanitizer builds: scripts/sanitizers.sh), bad-input (bad arguments on
 // some ranks, good ones on the others), no-cases (runs no case: the harness must fail it), local
 // (allreduces that read local peers' buffers in place, and their fallback: test_local_reads.cc),
-// lane (allreduces agreed on the set's board without a round: test_lane.cc).
+// lane (allreduces agreed on the set's board without a round: test_lane.cc), hierarchical
+// (allreduces across hosts: test_hierarchical.cc). With HVDC_TEST_HOSTS=H every mode runs as if
+// the ranks were on H hosts.
 #include <cstdio>
 #include <cstring>
 
@@ -14,6 +16,7 @@
 int main(int argc, char** argv) {
   using namespace hvdc_test;
   const char* mode = argc > 1 ? argv[1] : "main";
+  pretend_hosts();
   if (std::strcmp(mode, "abort") == 0) return run_abort_suite();
   if (std::strcmp(mode, "reinit") == 0) return run_reinit_suite();
   if (std::strcmp(mode, "stall") == 0) return run_stall_suite();
@@ -21,6 +24,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "sets-static") == 0) return run_static_sets_suite();
   if (std::strcmp(mode, "local") == 0) return run_local_reads_suite();
   if (std::strcmp(mode, "lane") == 0) return run_lane_suite();
+  if (std::strcmp(mode, "hierarchical") == 0) return run_hierarchical_suite();
   if (hvd_init() != HVD_SUCCESS) {
     std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error_message());
     return 1;

@@ -48,6 +48,7 @@ int run_timeline_suite();  // run by check_timeline.py  // needs HVDC_STALL_CHEC
 // Needs HVDC_PROCESS_SETS (or HVDC_TEST_SETS_CONFIG: the config key instead).
 int run_static_sets_suite();
 int run_local_reads_suite();
+int run_hierarchical_suite();
 int run_lane_suite();
 
 }  // namespace hvdc_test

@@ -5,6 +5,8 @@
 #                scratch folder $work; both go on exit
 #   netns_down   deletes both (idempotent)
 #   netns_require_or_skip   exits 77 (skip) where namespaces cannot be made, or 1 under CI=true
+#   netns_write_mpirun_agent, netns_mpirun   mpirun across both (below); netns_up_for_mpirun
+#                does netns_up and writes the agent to $work/agent.sh
 NS_A="hvdc_a_$$"
 NS_B="hvdc_b_$$"
 VETH_A="hva$$"
@@ -65,6 +67,26 @@ esac
 exec ip netns exec \$ns env HVDC_HOSTNAME=\$name sh -c "\$*"
 AGENT
   chmod +x "$1"
+}
+
+netns_up_for_mpirun() {
+  netns_up
+  netns_write_mpirun_agent "$work/agent.sh"
+}
+
+# netns_mpirun PER_HOST ARGS...: mpirun from host A's namespace with PER_HOST ranks on each host,
+# started through the agent (netns_write_mpirun_agent "$work/agent.sh" first), its own traffic
+# on the veth's subnet. UCX_TLS=tcp: UCX would otherwise reach the other namespace through shared
+# memory (same boot id) and never touch the veth.
+netns_mpirun() {
+  local per_host=$1
+  shift
+  ip netns exec "$NS_A" env HVDC_HOSTNAME=host-a \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun -np $((2 * per_host)) -H "$ADDR_A:$per_host,$ADDR_B:$per_host" --bind-to none \
+    --mca plm_rsh_agent "$work/agent.sh" \
+    --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
+    -x UCX_TLS=tcp "$@"
 }
 
 # Bytes received on host B's end of the veth.

@@ -8,20 +8,12 @@ prog=$1
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/netns.sh"
 netns_require_or_skip
-netns_up
-netns_write_mpirun_agent "$work/agent.sh"
+netns_up_for_mpirun
 
 large=$((4 << 20))  # float32 elements: 16 MiB
 rx_before=$(veth_b_rx_bytes)
-# UCX_TLS=tcp: UCX would otherwise reach the other namespace through shared memory (same boot
-# id) and never touch the veth.
-ip netns exec "$NS_A" env HVDC_HOSTNAME=host-a \
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  mpirun -np 4 -H "$ADDR_A:2,$ADDR_B:2" --bind-to none \
-  --mca plm_rsh_agent "$work/agent.sh" \
-  --mca oob_tcp_if_include "$SUBNET" --mca btl_tcp_if_include "$SUBNET" \
-  --mca pml ob1 --mca btl self,tcp \
-  -x UCX_TLS=tcp ${HVDC_LOG_LEVEL:+-x HVDC_LOG_LEVEL} \
+# Two ranks a host: the large allreduce runs hierarchically (a ring of each host's chunk across).
+netns_mpirun 2 --mca pml ob1 --mca btl self,tcp ${HVDC_LOG_LEVEL:+-x HVDC_LOG_LEVEL} \
   "$prog" 2 "$large" | tee "$work/out"
 rx_after=$(veth_b_rx_bytes)
 

@@ -39,6 +39,8 @@ const char* const kVariables[] = {
     "HVDC_LOCAL_STAGE_BYTES",
     "HVDC_ROUND_INPUT_BYTES",
     "HVDC_LANE",
+    "HVDC_HIERARCHICAL_ALLREDUCE",
+    "HOROVOD_HIERARCHICAL_ALLREDUCE",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -94,6 +96,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
   EXPECT_EQ(s.get_int("HVDC_ROUND_INPUT_BYTES"), 4096);
   EXPECT_EQ(s.get_int("HVDC_LANE"), 1);
+  EXPECT_EQ(s.get_int("HVDC_HIERARCHICAL_ALLREDUCE"), 1);
   for (const char* name : kVariables) {
     if (std::string(name).rfind("HVDC_", 0) != 0) continue;
     ASSERT_EQ(s.entries().count(name), 1u) << name;
@@ -107,7 +110,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
   EXPECT_EQ(s.get_int("HVDC_ROUND_TREE_MIN_RANKS"), 64);
-  EXPECT_EQ(s.entries().size(), 28u);
+  EXPECT_EQ(s.entries().size(), 29u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }
@@ -140,6 +143,11 @@ TEST_F(ConfigTest, HorovodAlias) {
   Settings s = resolve_ok();
   EXPECT_EQ(s.get_int("HVDC_LOG_LEVEL"), 1);
   EXPECT_NE(s.entries().at("HVDC_LOG_LEVEL").source.find("HOROVOD_LOG_LEVEL"), std::string::npos);
+}
+
+TEST_F(ConfigTest, HorovodHierarchicalAllreduceAlias) {
+  setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "0", 1);
+  EXPECT_EQ(resolve_ok().get_int("HVDC_HIERARCHICAL_ALLREDUCE"), 0);
 }
 
 TEST_F(ConfigTest, HvdcWinsOverHorovod) {

@@ -58,6 +58,16 @@ TEST(Topology, ThreeHostsInterleavedUnevenly) {
       {{0, 3, 0, 3}, {0, 2, 1, 3}, {0, 1, 2, 3}, {1, 3, 0, 2}, {1, 2, 1, 2}, {2, 3, 0, 1}});
 }
 
+TEST(Topology, HostsAreNumberedByTheirFirstRank) {
+  // Hosts: x = ranks 0, 3, 5 (host 0); y = ranks 1, 4 (host 1); z = rank 2 (host 2). Every
+  // rank numbers them alike.
+  const std::vector<std::string> hosts = {"x", "y", "z", "x", "y", "x"};
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(compute_topology(r, hosts).host_of, (std::vector<int>{0, 1, 2, 0, 1, 0}));
+  }
+  EXPECT_EQ(compute_topology(0, {"solo"}).host_of, std::vector<int>{0});
+}
+
 TEST(Topology, HostNamesAreComparedExactly) {
   // "node1" and "node10" are different hosts, as are names that differ only in case.
   check_layout({"node1", "node10", "Node1", "node1"},

@@ -84,6 +84,11 @@ void ExecutionStage::group_of(const SetState& set, ops::Group* out) {
   for (int rank : group.members) {
     group.same_host = group.same_host && (*ctx_.same_host)[rank];
   }
+  // Across hosts, where each member runs: an allreduce can then keep its local steps on the
+  // host (ops/cpu/allreduce/hierarchical.cc).
+  group.hosts.clear();
+  if (group.same_host || ctx_.host_of == nullptr) return;
+  for (int rank : group.members) group.hosts.push_back((*ctx_.host_of)[rank]);
 }
 
 ops::LaneBoard* ExecutionStage::lane_board(const SetState& set) {

@@ -38,6 +38,7 @@ struct StageContext {
   std::function<bool()> peer_shutdown_reached;
   const Status* terminated = nullptr;            // non-ok once the engine's work ended
   const std::vector<bool>* same_host = nullptr;  // per rank: on this rank's host
+  const std::vector<int>* host_of = nullptr;     // per rank: its host's number (Topology)
 };
 
 class ExecutionStage {

@@ -62,6 +62,7 @@ Comm comm_for(const Group& group) {
   comm.context = group.context;
   comm.seq = group.seq;
   comm.interrupt = group.interrupt;
+  comm.hosts = group.hosts;
   return comm;
 }
 
@@ -72,6 +73,7 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
   comm.deterministic = options_.deterministic;
   comm.segment_bytes = options_.segment_bytes;
   comm.small_bytes = options_.small_allreduce_bytes;
+  if (!options_.hierarchical) comm.hosts.clear();
   if (op.group.same_host) comm.local = &local_;
   return comm;
 }

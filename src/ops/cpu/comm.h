@@ -25,6 +25,8 @@ struct Comm {
   int index = 0;             // this rank's position in members
   uint32_t context = 0;      // the process set's tag context (distinct among live sets)
   uint64_t seq = 0;
+  // Across hosts, each member's host number, for the hierarchical allreduce; empty: not used.
+  std::vector<int> hosts;
   transport::Interrupt interrupt;
   std::vector<char>* scratch = nullptr;
   // Set when every member runs on this host: the in-place path's state (local/local_access.h).

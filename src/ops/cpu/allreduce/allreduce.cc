@@ -23,7 +23,12 @@ Algorithm transport_algorithm(const Comm& comm, size_t bytes, const ReduceSpec& 
 Status allreduce_elsewhere(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec,
                            bool integer_average, bool settled) {
   const Algorithm algorithm = transport_algorithm(comm, out.bytes(), spec);
-  if (!settled && algorithm == Algorithm::kRing) return allreduce_ring(comm, in, out, spec);
+  if (!settled && algorithm == Algorithm::kRing) {
+    if (hierarchical_fits(comm, out.bytes(), spec)) {
+      return allreduce_hierarchical(comm, in, out, spec);
+    }
+    return allreduce_ring(comm, in, out, spec);
+  }
   // The rest work in place over the outputs.
   in.copy_to(out);
   if (integer_average) return allreduce_integer_average(comm, out, spec);

@@ -19,9 +19,10 @@ void reduce_in_member_order(char* out, int n, Input in, size_t count, const Redu
 }
 
 // Picks the algorithm by size: direct up to comm.small_bytes; from comm.local->min_bytes on, among
-// ranks of one host, in place; otherwise above small_bytes the ring, or with
-// comm.deterministic the member-ordered reduce-scatter. An integer average runs the chosen
-// algorithm over wide lanes (integer_average.h), so that it is exact.
+// ranks of one host, in place; otherwise above small_bytes the ring (hierarchical where the
+// members span hosts evenly), or with comm.deterministic the member-ordered reduce-scatter. An
+// integer average runs the chosen algorithm over wide lanes (integer_average.h), so that it is
+// exact.
 Status allreduce(Comm& comm, const Pieces& buf, const ReduceSpec& spec);
 // The same out of place: `in` and `out` are views of one layout whose bytes do not overlap. The
 // ring and the in-place path read the inputs where they are; the other algorithms copy them into
@@ -32,6 +33,13 @@ Status allreduce(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSp
 // `out` (the same object in place). Which member starts an element's sum depends on where the
 // element falls among the chunks.
 Status allreduce_ring(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec);
+
+// Across hosts with the same number of members on each (comm.hosts; not with comm.deterministic):
+// a reduce-scatter within each host, a ring across hosts of each chunk, an allgather within each
+// host. hierarchical_fits says whether it applies, the same way on every member.
+bool hierarchical_fits(const Comm& comm, size_t bytes, const ReduceSpec& spec);
+Status allreduce_hierarchical(Comm& comm, const Pieces& in, const Pieces& out,
+                              const ReduceSpec& spec);
 
 // Member-ordered: member m collects chunk m from everyone and reduces ((x0 op x1) op x2) ...,
 // segment by segment, then the chunks go round the ring. Results depend only on the member count.

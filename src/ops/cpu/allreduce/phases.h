@@ -30,6 +30,12 @@ SegmentLimits copy_limits(const Comm& comm, size_t esize);
 Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, int peer,
                   transport::Tag tag, std::vector<transport::Request>* reqs);
 
+// The ring's reduce-scatter, steps 0 to n - 2, from `in` into `out` (the same object in place):
+// after it this member owns chunk (index + 1) % n of out, reduced over every member (op only:
+// finish_reduction is the caller's).
+Status reduce_scatter_phase(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
+                            const ReduceSpec& spec);
+
 // After the reduction phase this member owns chunk (index + shift) % n, fully reduced and
 // finished; n - 1 steps from `first_step` on give every member every chunk.
 Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step);

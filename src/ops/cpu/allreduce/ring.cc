@@ -68,20 +68,28 @@ Status reduce_scatter_step(Comm& comm, const Views& v, const Pieces& from, const
 
 }  // namespace
 
-Status allreduce_ring(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec) {
+Status reduce_scatter_phase(Comm& comm, const Pieces& in, const Pieces& out, const Chunks& ch,
+                            const ReduceSpec& spec) {
   const int n = comm.size();
   const int me = comm.index;
   const Views v{in, out};
-  const Chunks ch = make_chunks(out, n, common::dtype_size(spec.dtype));
-  // After step s of the reduce-scatter, chunk (me - s - 1) holds s + 2 contributions; after n - 1
-  // steps this rank owns chunk (me + 1), reduced over every member. Step 0 sends this member's
-  // own input; every later step sends the partial sum the step before wrote into out. Out of
-  // place, every chunk of out is first written by a reduce or by the allgather, so the input is
-  // never copied into the output.
+  // After step s, chunk (me - s - 1) holds s + 2 contributions; after n - 1 steps this rank owns
+  // chunk (me + 1), reduced over every member. Step 0 sends this member's own input; every later
+  // step sends the partial sum the step before wrote into out.
   for (int s = 0; s < n - 1; ++s) {
     HVDC_RETURN_IF_ERROR(reduce_scatter_step(comm, v, s == 0 ? in : out, ch, (me - s + n) % n,
                                              (me - s - 1 + n) % n, s, spec));
   }
+  return Status::ok();
+}
+
+Status allreduce_ring(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSpec& spec) {
+  const int n = comm.size();
+  const int me = comm.index;
+  const Chunks ch = make_chunks(out, n, common::dtype_size(spec.dtype));
+  // Out of place, every chunk of out is first written by a reduce or by the allgather, so the
+  // input is never copied into the output.
+  HVDC_RETURN_IF_ERROR(reduce_scatter_phase(comm, in, out, ch, spec));
   const int owned = (me + 1) % n;
   finish_reduction(out, ch.offset(owned), ch.bytes(owned), spec);
   return allgather_phase(comm, out, ch, 1, n - 1);
