@@ -1,6 +1,7 @@
 //! SharedVec and mem_region as a single rank: zeroed buffers of the asked length, lookups from
 //! interior pointers, clear errors, and one buffer used before init, by a collective, and after
-//! shutdown.
+//! shutdown. Every test holds the engine's lock: a buffer another test allocates on a parallel
+//! thread can take the address of one just freed, which the lookups after a free would find.
 mod common;
 
 use hvdc::{mem_region, ErrorKind, Options, ReduceOp, SharedVec, F16};
@@ -8,6 +9,7 @@ use std::os::raw::c_void;
 
 #[test]
 fn zeroed_has_the_asked_length_and_is_found_from_inside() {
+    let _serial = common::exclusive();
     let mut v = SharedVec::<f64>::zeroed(1000).unwrap();
     assert_eq!(v.len(), 1000);
     assert!(!v.is_empty());
@@ -23,6 +25,7 @@ fn zeroed_has_the_asked_length_and_is_found_from_inside() {
 
 #[test]
 fn from_slice_copies_and_drop_frees() {
+    let _serial = common::exclusive();
     let v = SharedVec::from_slice(&[3i32, 4, 5]).unwrap();
     assert_eq!(&v[..], &[3, 4, 5]);
     assert_eq!(format!("{:?}", v), "[3, 4, 5]");
@@ -40,6 +43,7 @@ fn from_slice_copies_and_drop_frees() {
 
 #[test]
 fn moves_to_another_thread() {
+    let _serial = common::exclusive();
     let v = SharedVec::from_slice(&[1i64, 2]).unwrap();
     let sum = std::thread::spawn(move || v.iter().sum::<i64>())
         .join()
@@ -49,6 +53,7 @@ fn moves_to_another_thread() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
+    let _serial = common::exclusive();
     let err = SharedVec::<f32>::zeroed(0).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("bytes is 0"), "{}", err);
