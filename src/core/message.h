@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "common/wire.h"
 
 namespace hvdc::core {
 

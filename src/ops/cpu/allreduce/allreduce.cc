@@ -24,10 +24,9 @@ Status allreduce_elsewhere(Comm& comm, const Pieces& in, const Pieces& out, cons
                            bool integer_average, bool settled) {
   const Algorithm algorithm = transport_algorithm(comm, out.bytes(), spec);
   if (!settled && algorithm == Algorithm::kRing) {
-    if (hierarchical_fits(comm, out.bytes(), spec)) {
-      return allreduce_hierarchical(comm, in, out, spec);
-    }
-    return allreduce_ring(comm, in, out, spec);
+    bool ran = false;
+    const Status st = allreduce_hierarchical(comm, in, out, spec, &ran);
+    return ran ? st : allreduce_ring(comm, in, out, spec);
   }
   // The rest work in place over the outputs.
   in.copy_to(out);

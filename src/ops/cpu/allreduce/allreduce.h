@@ -36,10 +36,10 @@ Status allreduce_ring(Comm& comm, const Pieces& in, const Pieces& out, const Red
 
 // Across hosts with the same number of members on each (comm.hosts; not with comm.deterministic):
 // a reduce-scatter within each host, a ring across hosts of each chunk, an allgather within each
-// host. hierarchical_fits says whether it applies, the same way on every member.
-bool hierarchical_fits(const Comm& comm, size_t bytes, const ReduceSpec& spec);
+// host. *ran false: it does not apply (decided the same way on every member, nothing sent), and
+// the caller runs another algorithm.
 Status allreduce_hierarchical(Comm& comm, const Pieces& in, const Pieces& out,
-                              const ReduceSpec& spec);
+                              const ReduceSpec& spec, bool* ran);
 
 // Member-ordered: member m collects chunk m from everyone and reduces ((x0 op x1) op x2) ...,
 // segment by segment, then the chunks go round the ring. Results depend only on the member count.

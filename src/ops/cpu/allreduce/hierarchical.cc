@@ -84,20 +84,15 @@ void trace(const Comm& comm, const char* phase, bool begin) {
 
 }  // namespace
 
-bool hierarchical_fits(const Comm& comm, size_t bytes, const ReduceSpec& spec) {
-  Layout l;
-  if (comm.deterministic || !uniform_layout(comm, &l)) return false;
-  // Every member's local chunk holds at least one element per host for the ring across them.
-  const size_t count = bytes / common::dtype_size(spec.dtype);
-  return count / static_cast<size_t>(l.per_host) >= l.host_numbers.size();
-}
-
 Status allreduce_hierarchical(Comm& comm, const Pieces& in, const Pieces& out,
-                              const ReduceSpec& spec) {
+                              const ReduceSpec& spec, bool* ran) {
+  *ran = false;
   Layout l;
-  if (!uniform_layout(comm, &l)) {
-    return common::make_error(HVD_ERR_INTERNAL, "hierarchical allreduce on an uneven layout");
-  }
+  if (comm.deterministic || !uniform_layout(comm, &l)) return Status::ok();
+  // Every member's local chunk holds at least one element per host for the ring across them.
+  const size_t count = out.bytes() / common::dtype_size(spec.dtype);
+  if (count / static_cast<size_t>(l.per_host) < l.host_numbers.size()) return Status::ok();
+  *ran = true;
   Comm local, cross;
   split(comm, l, &local, &cross);
   const Chunks ch = make_chunks(out, l.per_host, common::dtype_size(spec.dtype));
