@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # compare.sh's two-host rows: one rank in each of two network namespaces joined by a veth (the
 # multihost suite's pair), hvdc over UCX/TCP beside Open MPI over TCP (ob1's tcp btl, and pml ucx
-# with UCX_TLS=tcp), and the veth's raw TCP bandwidth in the same run: one stream, and one stream
-# each way at once (an allreduce sends both ways, so that is the limit its busbw meets).
+# with UCX_TLS=tcp), and the veth's raw TCP bandwidth in the same run: one stream, and both ways
+# at once on one connection, from one process on each host as an allreduce's rank sends and
+# receives (an allreduce sends both ways, so that is the limit its busbw meets).
 # Every run checks that its bytes crossed the veth. Needs root; exits 77 with the reason where
 # namespaces cannot be made.
 # Usage: compare_multihost.sh OUT_DIR RUNS MIN_BYTES MAX_BYTES ITERS
@@ -18,26 +19,63 @@ source "$root/tests/multihost/netns.sh"
 netns_up_for_mpirun
 work=${work:?netns_up sets the scratch folder}
 
+# A host is a namespace and a core, as real hosts do not share their cores: unpinned, both hosts'
+# threads and both ends' TCP work share this machine's cores wherever the scheduler puts them,
+# and the same sweep measured 1.5 or 3.9 GB/s minutes apart, for hvdc and Open MPI alike
+# (docs/performance.md, "Two hosts, a core each"). Host A's processes run on the
+# first CPU this script may use, host B's on the second; with fewer than two, or with
+# COMPARE_HOSTS_UNPINNED=1 in the environment, unpinned.
+allowed_cpus() {
+  local part
+  for part in $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | tr ',' ' '); do
+    seq "${part%-*}" "${part#*-}"
+  done
+}
+mapfile -t cpu_list < <(allowed_cpus)
+pin=()
+host_cpu=()
+if [ "${COMPARE_HOSTS_UNPINNED:-0}" != 1 ] && [ ${#cpu_list[@]} -ge 2 ]; then
+  host_cpu=("${cpu_list[0]}" "${cpu_list[1]}")
+  cat >"$work/pin.sh" <<EOF
+#!/bin/sh
+# Rank r runs on host r (one rank a host): on that host's CPU.
+case "\$OMPI_COMM_WORLD_RANK" in 0) cpu=${host_cpu[0]} ;; *) cpu=${host_cpu[1]} ;; esac
+exec taskset -c "\$cpu" "\$@"
+EOF
+  chmod +x "$work/pin.sh"
+  pin=("$work/pin.sh")
+  echo "hosts A and B run on CPUs ${host_cpu[0]} and ${host_cpu[1]}"
+fi
+
+# on_host A|B CMD...: CMD in that host's namespace, on its CPU.
+on_host() {
+  local ns=$NS_A cpu=${host_cpu[0]:-}
+  if [ "$1" = B ]; then ns=$NS_B cpu=${host_cpu[1]:-}; fi
+  shift
+  if [ -n "$cpu" ]; then
+    ip netns exec "$ns" taskset -c "$cpu" "$@"
+  else
+    ip netns exec "$ns" "$@"
+  fi
+}
+
 # One rank a host (UCX on TCP only: netns_mpirun).
 mpirun_two_hosts() {
   netns_mpirun 1 "$@"
 }
 
-# One stream A -> B, then one each way at once; the receivers report.
+# One stream A -> B (the receiver reports), then both ways at once on one connection (each end
+# reports what it received).
 measure_link() {
   local i=$1 seconds=2
-  ip netns exec "$NS_B" "$blast" recv 29611 >"$out/raw/mh-link-oneway-$i.json" &
+  on_host B "$blast" recv 29611 >"$out/raw/mh-link-oneway-$i.json" &
   local recv_b=$!
-  ip netns exec "$NS_A" "$blast" send "$ADDR_B" 29611 $seconds
+  on_host A "$blast" send "$ADDR_B" 29611 $seconds
   wait $recv_b
-  ip netns exec "$NS_B" "$blast" recv 29612 >"$out/raw/mh-link-bidir-ab-$i.json" &
-  recv_b=$!
-  ip netns exec "$NS_A" "$blast" recv 29613 >"$out/raw/mh-link-bidir-ba-$i.json" &
-  local recv_a=$!
-  ip netns exec "$NS_A" "$blast" send "$ADDR_B" 29612 $seconds &
-  local send_a=$!
-  ip netns exec "$NS_B" "$blast" send "$ADDR_A" 29613 $seconds
-  wait $send_a $recv_a $recv_b
+  on_host B "$blast" duplex-listen 29612 $seconds >"$out/raw/mh-link-bidir-ab-$i.json" &
+  local duplex_b=$!
+  on_host A "$blast" duplex "$ADDR_B" 29612 $seconds >"$out/raw/mh-link-bidir-ba-$i.json"
+  wait $duplex_b
 }
 
 # run_crossing NAME BENCH_FLAG MIN MAX ITERS MPIRUN_ARGS...: one hvdc_bench sweep across the pair
@@ -48,7 +86,7 @@ run_crossing() {
   shift 5
   local before after need
   before=$(veth_b_rx_bytes)
-  mpirun_two_hosts "$@" "$bench" ${flag:+"$flag"} -b "$lo" -e "$hi" -f 4 -n "$n" -w 3 \
+  mpirun_two_hosts "$@" "${pin[@]}" "$bench" ${flag:+"$flag"} -b "$lo" -e "$hi" -f 4 -n "$n" -w 3 \
     --json "$out/raw/$name.json"
   after=$(veth_b_rx_bytes)
   need=$(($(numfmt --from=iec "$hi") * n))

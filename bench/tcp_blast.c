@@ -5,10 +5,17 @@
 //                                    {"bytes": N, "seconds": S, "gbps": G} (from the first byte)
 //   tcp_blast send HOST PORT SECONDS connects (retrying for 10 s while the receiver starts) and
 //                                    sends for SECONDS, then closes
+//   tcp_blast duplex-listen PORT SECONDS, tcp_blast duplex HOST PORT SECONDS
+//                                    one connection, both ways at once from one thread of one
+//                                    process on each end (as an allreduce's rank sends and
+//                                    receives); each end sends for SECONDS and prints what it
+//                                    received, as recv does
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +42,27 @@ static int parse_port(const char* text, unsigned short* port) {
   return 1;
 }
 
-static int run_receiver(unsigned short port) {
+// The bytes received on a connection, from the first to the last.
+struct Tally {
+  unsigned long long bytes;
+  double first, last;
+};
+
+static void tally_add(struct Tally* t, size_t got) {
+  t->last = now_s();
+  if (t->bytes == 0) t->first = t->last;
+  t->bytes += got;
+}
+
+static int print_tally(const struct Tally* t) {
+  const double seconds = t->last - t->first;
+  printf("{\"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f}\n", t->bytes, seconds,
+         seconds > 0 ? t->bytes / seconds / 1e9 : 0.0);
+  return t->bytes > 0 ? 0 : 1;
+}
+
+// Listens on `port` and accepts one connection; -1 on failure (said on stderr).
+static int accept_one(unsigned short port) {
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -43,16 +70,20 @@ static int run_receiver(unsigned short port) {
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   if (bind(listener, (struct sockaddr*)&addr, sizeof(addr)) != 0 || listen(listener, 1) != 0) {
     fprintf(stderr, "tcp_blast: cannot listen on port %u: %s\n", port, strerror(errno));
-    return 1;
+    close(listener);
+    return -1;
   }
   const int conn = accept(listener, NULL, NULL);
-  if (conn < 0) {
-    fprintf(stderr, "tcp_blast: accept failed: %s\n", strerror(errno));
-    return 1;
-  }
+  if (conn < 0) fprintf(stderr, "tcp_blast: accept failed: %s\n", strerror(errno));
+  close(listener);
+  return conn;
+}
+
+static int run_receiver(unsigned short port) {
+  const int conn = accept_one(port);
+  if (conn < 0) return 1;
   char* buf = malloc(kChunk);
-  double first = 0, last = 0;
-  unsigned long long bytes = 0;
+  struct Tally tally = {0, 0, 0};
   for (;;) {
     const ssize_t got = recv(conn, buf, kChunk, 0);
     if (got < 0 && errno == EINTR) continue;
@@ -61,17 +92,50 @@ static int run_receiver(unsigned short port) {
       return 1;
     }
     if (got == 0) break;
-    last = now_s();
-    if (bytes == 0) first = last;
-    bytes += (unsigned long long)got;
+    tally_add(&tally, (size_t)got);
   }
-  const double seconds = last - first;
-  printf("{\"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.4f}\n", bytes, seconds,
-         seconds > 0 ? bytes / seconds / 1e9 : 0.0);
   free(buf);
   close(conn);
-  close(listener);
-  return bytes > 0 ? 0 : 1;
+  return print_tally(&tally);
+}
+
+static int transient(void) {
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+}
+
+// Sends for `seconds` and receives until the peer's end of stream, both at once on a
+// non-blocking socket; prints what it received.
+static int run_duplex(int fd, double seconds) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char* out = calloc(1, kChunk);
+  char* in = malloc(kChunk);
+  struct Tally tally = {0, 0, 0};
+  const double end = now_s() + seconds;
+  size_t out_at = 0;
+  int sending = 1, receiving = 1, rc = 0;
+  while (rc == 0 && (sending || receiving)) {
+    struct pollfd p = {fd, (short)((sending ? POLLOUT : 0) | (receiving ? POLLIN : 0)), 0};
+    if (poll(&p, 1, 1000) < 0 && errno != EINTR) rc = 1;
+    if (receiving && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+      const ssize_t got = recv(fd, in, kChunk, 0);
+      if (got > 0) tally_add(&tally, (size_t)got);
+      if (got == 0) receiving = 0;
+      if (got < 0 && !transient()) rc = 1;
+    }
+    if (sending && (p.revents & POLLOUT) && now_s() >= end) {
+      shutdown(fd, SHUT_WR);
+      sending = 0;
+    } else if (sending && (p.revents & POLLOUT)) {
+      const ssize_t sent = send(fd, out + out_at, kChunk - out_at, MSG_NOSIGNAL);
+      if (sent > 0) out_at = (out_at + (size_t)sent) % kChunk;
+      if (sent < 0 && !transient()) rc = 1;
+    }
+  }
+  if (rc != 0) fprintf(stderr, "tcp_blast: duplex transfer failed: %s\n", strerror(errno));
+  free(out);
+  free(in);
+  close(fd);
+  return rc != 0 ? rc : print_tally(&tally);
 }
 
 static int connect_with_retry(const char* host, unsigned short port) {
@@ -116,19 +180,33 @@ static int run_sender(const char* host, unsigned short port, double seconds) {
   return 0;
 }
 
+static double parse_seconds(const char* text) {
+  const double seconds = atof(text);
+  if (seconds <= 0) fprintf(stderr, "tcp_blast: bad SECONDS '%s' (want > 0)\n", text);
+  return seconds;
+}
+
 int main(int argc, char** argv) {
   unsigned short port = 0;
-  if (argc == 3 && strcmp(argv[1], "recv") == 0) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (argc == 3 && strcmp(mode, "recv") == 0) {
     return parse_port(argv[2], &port) ? run_receiver(port) : 2;
   }
-  if (argc == 5 && strcmp(argv[1], "send") == 0) {
-    const double seconds = atof(argv[4]);
-    if (seconds <= 0) {
-      fprintf(stderr, "tcp_blast: bad SECONDS '%s' (want > 0)\n", argv[4]);
-      return 2;
-    }
-    return parse_port(argv[3], &port) ? run_sender(argv[2], port, seconds) : 2;
+  if (argc == 5 && (strcmp(mode, "send") == 0 || strcmp(mode, "duplex") == 0)) {
+    const double seconds = parse_seconds(argv[4]);
+    if (seconds <= 0 || !parse_port(argv[3], &port)) return 2;
+    if (mode[0] == 's') return run_sender(argv[2], port, seconds);
+    const int fd = connect_with_retry(argv[2], port);
+    return fd < 0 ? 1 : run_duplex(fd, seconds);
   }
-  fprintf(stderr, "usage: tcp_blast recv PORT | tcp_blast send HOST PORT SECONDS\n");
+  if (argc == 4 && strcmp(mode, "duplex-listen") == 0) {
+    const double seconds = parse_seconds(argv[3]);
+    if (seconds <= 0 || !parse_port(argv[2], &port)) return 2;
+    const int fd = accept_one(port);
+    return fd < 0 ? 1 : run_duplex(fd, seconds);
+  }
+  fprintf(stderr,
+          "usage: tcp_blast recv PORT | tcp_blast send HOST PORT SECONDS |\n"
+          "       tcp_blast duplex-listen PORT SECONDS | tcp_blast duplex HOST PORT SECONDS\n");
   return 2;
 }
