@@ -25,6 +25,7 @@ hvdc::core::EngineConfig engine_config(const Settings& settings) {
   config.small_allreduce_bytes =
       static_cast<size_t>(settings.get_int("HVDC_SMALL_ALLREDUCE_BYTES"));
   config.segment_bytes = static_cast<size_t>(settings.get_int("HVDC_SEGMENT_BYTES"));
+  config.tcp_segment_bytes = static_cast<size_t>(settings.get_int("HVDC_TCP_SEGMENT_BYTES"));
   config.round_input_bytes = static_cast<size_t>(settings.get_int("HVDC_ROUND_INPUT_BYTES"));
   config.local_min_bytes = static_cast<size_t>(settings.get_int("HVDC_LOCAL_MIN_BYTES"));
   config.peer_reads = settings.get_int("HVDC_PEER_READS") != 0;

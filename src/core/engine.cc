@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <sstream>
@@ -35,6 +36,7 @@ Status agree_on_settings(bootstrap::Bootstrap& bootstrap, const EngineConfig& co
       {"HVDC_ROUND_TREE_MIN_RANKS", config.round_tree_min_ranks},
       {"HVDC_SMALL_ALLREDUCE_BYTES", static_cast<int64_t>(config.small_allreduce_bytes)},
       {"HVDC_SEGMENT_BYTES", static_cast<int64_t>(config.segment_bytes)},
+      {"HVDC_TCP_SEGMENT_BYTES", static_cast<int64_t>(config.tcp_segment_bytes)},
       {"HVDC_LOCAL_MIN_BYTES", static_cast<int64_t>(config.local_min_bytes)},
       {"HVDC_DETERMINISTIC", config.deterministic ? 1 : 0},
       {"HVDC_LANE", config.lane ? 1 : 0},
@@ -61,13 +63,30 @@ Status agree_on_settings(bootstrap::Bootstrap& bootstrap, const EngineConfig& co
   return Status::ok();
 }
 
+// Whether some rank reaches a rank on another host over TCP alone (its transport found so when
+// connecting). The same answer on every rank: members must cut a ring's messages alike.
+Status agree_on_tcp_between_hosts(bootstrap::Bootstrap& bootstrap,
+                                  const transport::Transport& transport, const Topology& topology,
+                                  bool* tcp) {
+  bool mine = false;
+  for (int p = 0; p < topology.size; ++p) {
+    mine = mine || (!topology.same_host[p] && transport.reaches_over_tcp_only(p));
+  }
+  std::vector<std::string> all;
+  HVDC_RETURN_IF_ERROR(bootstrap::allgather_strings(bootstrap, mine ? "1" : "0", &all));
+  *tcp = std::find(all.begin(), all.end(), "1") != all.end();
+  return Status::ok();
+}
+
 // How long hvd_shutdown waits for the other ranks after the engine's work ended in a fault.
 constexpr double kFaultedShutdownSeconds = 5;
 
-std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig& config) {
+std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig& config,
+                                                              size_t cross_host_segment_bytes) {
   ops::BackendOptions options;
   options.small_allreduce_bytes = config.small_allreduce_bytes;
   options.segment_bytes = config.segment_bytes;
+  options.cross_host_segment_bytes = cross_host_segment_bytes;
   options.deterministic = config.deterministic;
   options.local_min_bytes = config.local_min_bytes;
   options.peer_reads = config.peer_reads;
@@ -162,6 +181,19 @@ Status Engine::connect() {
       config_.transport_factory ? config_.transport_factory : transport::create_ucx_transport;
   HVDC_RETURN_IF_ERROR(create(options, exchange, &transport_)
                            .with_context(common::strfmt("connecting rank %d of %d", rank, size)));
+  bool tcp = false;
+  HVDC_RETURN_IF_ERROR(agree_on_tcp_between_hosts(*bootstrap_, *transport_, topology_, &tcp));
+  if (tcp && config_.tcp_segment_bytes != 0) {
+    // One send of a large message over TCP runs at half the rate of the same bytes sent in
+    // pieces of 64-128 KiB (docs/performance.md, "Two hosts: messages in pieces").
+    cross_host_segment_bytes_ = config_.tcp_segment_bytes;
+    if (rank == 0) {
+      HVDC_LOG_INFO(
+          "ranks on other hosts are reached over TCP alone: the ring sends them "
+          "pieces of %zu bytes (HVDC_TCP_SEGMENT_BYTES)",
+          cross_host_segment_bytes_);
+    }
+  }
   return bootstrap_->barrier();
 }
 
@@ -221,7 +253,8 @@ void Engine::start_collaborators() {
   stage.terminated = &termination_->status();
   stage.same_host = &topology_.same_host;
   stage.host_of = &topology_.host_of;
-  stage_ = std::make_unique<ExecutionStage>(backends_for(config_), std::move(stage));
+  stage_ = std::make_unique<ExecutionStage>(backends_for(config_, cross_host_segment_bytes_),
+                                            std::move(stage));
   LaneContext lane;
   lane.transport = transport_.get();
   lane.rank = topology_.rank;

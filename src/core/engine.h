@@ -41,6 +41,7 @@ struct EngineConfig {
   int spin_micros = 50;
   size_t small_allreduce_bytes = 64 << 10;
   size_t segment_bytes = 256 << 10;
+  size_t tcp_segment_bytes = 64 << 10;  // HVDC_TCP_SEGMENT_BYTES
   size_t round_input_bytes = 4 << 10;   // HVDC_ROUND_INPUT_BYTES
   size_t local_min_bytes = 16 << 10;    // HVDC_LOCAL_MIN_BYTES
   size_t local_stage_bytes = 16 << 20;  // HVDC_LOCAL_STAGE_BYTES
@@ -130,6 +131,8 @@ class Engine {
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Transport> transport_;
   Topology topology_;
+  // Segment size of a host ring across hosts where they talk over TCP alone; 0: no such limit.
+  size_t cross_host_segment_bytes_ = 0;
   // The job's process sets, and those this rank belongs to (sets/); made once connected.
   std::unique_ptr<MemberSets> sets_;
   TensorQueue queue_;

@@ -74,6 +74,12 @@ class Transport {
   // flight for good, closing every connection, so that the buffers they use may be released.
   // Bounded; does nothing if no wait failed.
   virtual void quiesce() = 0;
+  // Whether messages to `peer` travel over TCP alone (no RDMA, no shared memory), as found when
+  // connecting; the engine then cuts the ring's messages between hosts smaller.
+  virtual bool reaches_over_tcp_only(int peer) const {
+    (void)peer;
+    return false;
+  }
   // Makes progress; returns how many events were processed.
   virtual int progress() = 0;
   // Sleeps until network activity, `extra_fd` readable, or timeout_ms (whichever first).

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Multi-host suite through Open MPI: 2 ranks on each of two "hosts" (network namespaces), started
 # by mpirun in host A with a remote-launch agent that enters host B's namespace instead of ssh.
-# Checks the topology, every collective, and that the large allreduce crossed the veth.
+# Checks the topology, every collective, that the large allreduce crossed the veth, and that the
+# ranks found they reach the other host over TCP alone (UCX_TLS=tcp), which cuts the ring's
+# messages between hosts to HVDC_TCP_SEGMENT_BYTES (rank 0 says so at level info).
 # Usage: run_mpirun.sh PROGRAM
 set -euo pipefail
 prog=$1
@@ -13,8 +15,8 @@ netns_up_for_mpirun
 large=$((4 << 20))  # float32 elements: 16 MiB
 rx_before=$(veth_b_rx_bytes)
 # Two ranks a host: the large allreduce runs hierarchically (a ring of each host's chunk across).
-netns_mpirun 2 --mca pml ob1 --mca btl self,tcp ${HVDC_LOG_LEVEL:+-x HVDC_LOG_LEVEL} \
-  "$prog" 2 "$large" | tee "$work/out"
+netns_mpirun 2 --mca pml ob1 --mca btl self,tcp -x HVDC_LOG_LEVEL=info \
+  "$prog" 2 "$large" 2>&1 | tee "$work/out"
 rx_after=$(veth_b_rx_bytes)
 
 ok=$(grep -c ': ok$' "$work/out" || true)
@@ -25,4 +27,6 @@ crossed=$((rx_after - rx_before))
 need=$((large * 4))
 echo "veth into host B: $crossed bytes (the large allreduce alone is $need bytes)"
 [ "$crossed" -ge "$need" ] || { echo "FAIL: less than one allreduce crossed the veth" >&2; exit 1; }
+said=$(grep -c 'reached over TCP alone: the ring sends them pieces of 65536 bytes' "$work/out" || true)
+[ "$said" = 1 ] || { echo "FAIL: rank 0 said $said times that other hosts are reached over TCP" >&2; exit 1; }
 echo "multihost-mpirun: ok"

@@ -26,6 +26,7 @@ const char* const kVariables[] = {
     "HVDC_SPIN_MICROS",
     "HVDC_SMALL_ALLREDUCE_BYTES",
     "HVDC_SEGMENT_BYTES",
+    "HVDC_TCP_SEGMENT_BYTES",
     "HVDC_FUSION_THRESHOLD",
     "HOROVOD_FUSION_THRESHOLD",
     "HVDC_CACHE_CAPACITY",
@@ -91,6 +92,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 50);
   EXPECT_EQ(s.get_int("HVDC_SMALL_ALLREDUCE_BYTES"), 65536);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
+  EXPECT_EQ(s.get_int("HVDC_TCP_SEGMENT_BYTES"), 65536);
   EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 16384);
   EXPECT_EQ(s.get_int("HVDC_LOCAL_STAGE_BYTES"), 16777216);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
@@ -110,7 +112,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_str("HVDC_TIMELINE"), "");
   EXPECT_EQ(s.get_str("HVDC_PROCESS_SETS"), "");
   EXPECT_EQ(s.get_int("HVDC_ROUND_TREE_MIN_RANKS"), 64);
-  EXPECT_EQ(s.entries().size(), 29u);
+  EXPECT_EQ(s.entries().size(), 30u);
   EXPECT_EQ(s.get_str("HVDC_NO_SUCH_KNOB"), "");
   EXPECT_EQ(s.get_int("HVDC_NO_SUCH_KNOB"), 0);
 }
@@ -216,7 +218,8 @@ TEST_F(ConfigTest, InvalidIntegers) {
       {"HVDC_SPIN_MICROS", "abc"},           {"HVDC_SPIN_MICROS", "-1"},
       {"HVDC_SPIN_MICROS", "12x"},           {"HVDC_SPIN_MICROS", "99999999999999999999999"},
       {"HVDC_SMALL_ALLREDUCE_BYTES", "1.5"}, {"HVDC_SEGMENT_BYTES", "0"},
-      {"HVDC_SEGMENT_BYTES", "-4096"},
+      {"HVDC_SEGMENT_BYTES", "-4096"},       {"HVDC_TCP_SEGMENT_BYTES", "-1"},
+      {"HVDC_TCP_SEGMENT_BYTES", "64k"},
   };
   for (const auto& [name, raw] : cases) {
     setenv(name, raw, 1);

@@ -1,6 +1,7 @@
 // The host backend: every rank runs the same collectives in the same order.
 #include "ops/cpu/backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/copy_bytes.h"
@@ -72,6 +73,10 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
   comm.staging = &staging_;
   comm.deterministic = options_.deterministic;
   comm.segment_bytes = options_.segment_bytes;
+  comm.host_segment_bytes = options_.segment_bytes;
+  if (!op.group.hosts.empty() && options_.cross_host_segment_bytes != 0) {
+    comm.segment_bytes = std::min(comm.segment_bytes, options_.cross_host_segment_bytes);
+  }
   comm.small_bytes = options_.small_allreduce_bytes;
   if (!options_.hierarchical) comm.hosts.clear();
   if (op.group.same_host) comm.local = &local_;

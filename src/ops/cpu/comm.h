@@ -33,6 +33,9 @@ struct Comm {
   local::LocalAccess* local = nullptr;
   std::vector<char>* staging = nullptr;  // packed segments; a per-op buffer when null
   size_t segment_bytes = 256 << 10;
+  // A group across hosts may cut its messages smaller than those between ranks of one host:
+  // this is the size for a sub-communicator within one host (hierarchical.cc).
+  size_t host_segment_bytes = 256 << 10;
   size_t small_bytes = 64 << 10;
   // Reduce every element in member order, whatever the size, fusion and segment layout.
   bool deterministic = false;

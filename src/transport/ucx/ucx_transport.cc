@@ -10,6 +10,7 @@
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "transport/ucx/ucx_lanes.h"
 #include "transport/ucx/ucx_transport_impl.h"
 #endif
 
@@ -141,6 +143,20 @@ void set_tcp_segment_sizes(ucp_config_t* config) {
   }
 }
 
+// Whether UCX reaches the peer of `ep` over TCP alone, from its own description of the
+// endpoint (UCX 1.13 has no query for an endpoint's transports).
+bool endpoint_only_tcp(ucp_ep_h ep) {
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  if (stream == nullptr) return false;
+  ucp_ep_print_info(ep, stream);
+  std::fclose(stream);
+  const bool tcp = lanes_only_tcp(std::string_view(text, length));
+  std::free(text);
+  return tcp;
+}
+
 }  // namespace
 
 Status UcxTransport::create_context() {
@@ -186,6 +202,7 @@ Status UcxTransport::connect(const AddressExchange& exchange) {
   }
   eps_.assign(n, nullptr);
   peer_status_.assign(n, UCS_OK);
+  tcp_only_.assign(n, false);
   peer_contexts_.reset(new PeerContext[n]);
   for (int p = 0; p < n; ++p) {
     peer_contexts_[p] = {this, p};
@@ -201,6 +218,7 @@ Status UcxTransport::connect(const AddressExchange& exchange) {
       return make_error(HVD_ERR_TRANSPORT, "ucp_ep_create to rank %d: %s", p,
                         ucs_status_string(st));
     }
+    tcp_only_[p] = endpoint_only_tcp(eps_[p]);
   }
   return Status::ok();
 }

@@ -47,6 +47,7 @@ class UcxTransport final : public Transport {
   void sleep(int extra_fd, int timeout_ms) override;
   Status close() override;
 
+  bool reaches_over_tcp_only(int peer) const override { return tcp_only_[peer]; }
   Status check_peers() const override;
   std::vector<int> waited_peers() const override;
   void quiesce() override;
@@ -75,6 +76,7 @@ class UcxTransport final : public Transport {
   int efd_ = -1;
   std::vector<ucp_ep_h> eps_;
   std::vector<ucs_status_t> peer_status_;
+  std::vector<bool> tcp_only_;  // per peer: its endpoint's lanes are all TCP's
   int first_failed_peer_ = -1;
   bool broken_ = false;    // a wait failed: no new requests (abandon)
   bool quiesced_ = false;  // quiesce() has closed every endpoint

@@ -75,6 +75,7 @@ void split(const Comm& comm, const Layout& l, Comm* local, Comm* cross) {
     if (seen[host]++ == l.my_place) in_place[host] = i;
   }
   *local = sub_comm(comm, on_host, l.my_place);
+  local->segment_bytes = comm.host_segment_bytes;
   *cross = sub_comm(comm, in_place, l.my_host);
 }
 

@@ -48,12 +48,17 @@ SegmentLimits copy_limits(const Comm& comm, size_t esize) {
   return SegmentLimits{round_down(size_t{1} << 30, esize), seg, round_down(seg / 16, esize)};
 }
 
+Status post_send(Comm& comm, const Pieces& buf, const Segment& seg, int peer, transport::Tag tag,
+                 transport::Request* req) {
+  if (seg.staged) buf.gather(seg.offset, seg.bytes, seg.addr);
+  return comm.transport->isend(peer, tag, seg.addr, seg.bytes, req);
+}
+
 Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, int peer,
                   transport::Tag tag, std::vector<transport::Request>* reqs) {
   for (const Segment& s : segs) {
-    if (s.staged) buf.gather(s.offset, s.bytes, s.addr);
     reqs->emplace_back();
-    HVDC_RETURN_IF_ERROR(comm.transport->isend(peer, tag, s.addr, s.bytes, &reqs->back()));
+    HVDC_RETURN_IF_ERROR(post_send(comm, buf, s, peer, tag, &reqs->back()));
   }
   return Status::ok();
 }

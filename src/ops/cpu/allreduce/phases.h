@@ -26,7 +26,10 @@ SegmentLimits reduce_limits(const Comm& comm, size_t esize);
 // In-place runs unbounded, packed blocks bounded: for phases that only copy.
 SegmentLimits copy_limits(const Comm& comm, size_t esize);
 
-// Packs the staged segments (their addr must be placed) and posts a send of each to `peer`.
+// Packs the segment if staged (its addr must be placed) and posts its send to `peer`.
+Status post_send(Comm& comm, const Pieces& buf, const Segment& seg, int peer, transport::Tag tag,
+                 transport::Request* req);
+// post_send() for each segment, the requests appended to *reqs.
 Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, int peer,
                   transport::Tag tag, std::vector<transport::Request>* reqs);
 
