@@ -3,7 +3,9 @@
 # multihost suite's pair), hvdc over UCX/TCP beside Open MPI over TCP (ob1's tcp btl, and pml ucx
 # with UCX_TLS=tcp), and the veth's raw TCP bandwidth in the same run: one stream, and both ways
 # at once on one connection, from one process on each host as an allreduce's rank sends and
-# receives (an allreduce sends both ways, so that is the limit its busbw meets).
+# receives (an allreduce sends both ways, so that is the limit its busbw meets), and for each
+# op size its bytes exchanged both ways a round in the best send() size (a burst, as one op
+# moves them: on the pair, 1 MiB bursts ran twice the stream's rate).
 # Every run checks that its bytes crossed the veth. Needs root; exits 77 with the reason where
 # namespaces cannot be made.
 # Usage: compare_multihost.sh OUT_DIR RUNS MIN_BYTES MAX_BYTES ITERS
@@ -65,7 +67,7 @@ mpirun_two_hosts() {
 }
 
 # One stream A -> B (the receiver reports), then both ways at once on one connection (each end
-# reports what it received).
+# reports what it received), then each swept size exchanged both ways (host B reports).
 measure_link() {
   local i=$1 seconds=2
   on_host B "$blast" recv 29611 >"$out/raw/mh-link-oneway-$i.json" &
@@ -76,6 +78,13 @@ measure_link() {
   local duplex_b=$!
   on_host A "$blast" duplex "$ADDR_B" 29612 $seconds >"$out/raw/mh-link-bidir-ba-$i.json"
   wait $duplex_b
+  local size exchange_b
+  for size in "${link_sizes[@]}"; do
+    on_host B "$blast" exchange-listen 29613 "$size" >"$out/raw/mh-link-exchange-$size-$i.json" &
+    exchange_b=$!
+    on_host A "$blast" exchange "$ADDR_B" 29613 "$size" >/dev/null
+    wait $exchange_b
+  done
 }
 
 # run_crossing NAME BENCH_FLAG MIN MAX ITERS MPIRUN_ARGS...: one hvdc_bench sweep across the pair
@@ -104,6 +113,14 @@ max_bytes=$(numfmt --from=iec "$max")
 mid_max=$((max_bytes < 16 << 20 ? max_bytes : 16 << 20))
 sweeps=("mid $min $mid_max $((iters * 5))")
 if [ "$max_bytes" -ge $((64 << 20)) ]; then sweeps+=("large 64M $max $iters"); fi
+# The sizes the sweeps time (hvdc_bench -f 4 from each sweep's first size).
+link_sizes=()
+for sweep in "${sweeps[@]}"; do
+  read -r _ lo hi _ <<<"$sweep"
+  for ((size = $(numfmt --from=iec "$lo"); size <= $(numfmt --from=iec "$hi"); size *= 4)); do
+    link_sizes+=("$size")
+  done
+done
 
 # crossing_sweeps NAME BENCH_FLAG MPIRUN_ARGS...: every sweep above, as NAME-SWEEP-I.json.
 crossing_sweeps() {

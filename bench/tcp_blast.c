@@ -10,11 +10,22 @@
 //                                    process on each end (as an allreduce's rank sends and
 //                                    receives); each end sends for SECONDS and prints what it
 //                                    received, as recv does
+//   tcp_blast exchange-listen PORT BYTES, tcp_blast exchange HOST PORT BYTES
+//                                    one connection; per round both ends send BYTES and receive
+//                                    BYTES at once, as an np-2 allreduce of BYTES moves them (a
+//                                    burst, where the modes above stream), with send() calls of
+//                                    64 KiB, 128 KiB, 256 KiB (those below BYTES) and the whole
+//                                    BYTES in turn; prints
+//                                    {"bytes": B, "rounds": R, "by_piece": {"65536": G, ...},
+//                                    "gbps": G} (GB/s each way; gbps: the best piece size). How
+//                                    a burst is written moves its rate 2x on the netns pair
+//                                    (docs/performance.md, "Two hosts: messages in pieces").
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +149,84 @@ static int run_duplex(int fd, double seconds) {
   return rc != 0 ? rc : print_tally(&tally);
 }
 
+// One round: sends `bytes` of `out` in calls of at most `piece` while receiving `bytes` into
+// `in`, on a non-blocking socket. 0, or 1 with the reason on stderr.
+static int exchange_round(int fd, const char* out, char* in, size_t bytes, size_t piece) {
+  size_t sent = 0, got = 0;
+  while (sent < bytes || got < bytes) {
+    struct pollfd p = {fd, (short)((sent < bytes ? POLLOUT : 0) | (got < bytes ? POLLIN : 0)), 0};
+    const int ready = poll(&p, 1, 10000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      fprintf(stderr, "tcp_blast: exchange stalled: %s\n",
+              ready < 0 ? strerror(errno) : "no progress for 10 s");
+      return 1;
+    }
+    if (got < bytes && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+      const ssize_t n = recv(fd, in + got, bytes - got, 0);
+      if (n == 0 || (n < 0 && !transient())) {
+        fprintf(stderr, "tcp_blast: exchange recv failed: %s\n", n == 0 ? "EOF" : strerror(errno));
+        return 1;
+      }
+      if (n > 0) got += (size_t)n;
+    }
+    if (sent < bytes && (p.revents & POLLOUT)) {
+      const size_t want = bytes - sent < piece ? bytes - sent : piece;
+      const ssize_t n = send(fd, out + sent, want, MSG_NOSIGNAL);
+      if (n < 0 && !transient()) {
+        fprintf(stderr, "tcp_blast: exchange send failed: %s\n", strerror(errno));
+        return 1;
+      }
+      if (n > 0) sent += (size_t)n;
+    }
+  }
+  return 0;
+}
+
+// Both ends run the same rounds in the same order: one untimed, then `rounds` timed, per piece
+// size.
+static int run_exchange(int fd, size_t bytes) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  // As UCX and Open MPI set it: otherwise a round's last short segment waits for an ACK that
+  // the peer delays.
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  const size_t pieces[] = {64 << 10, 128 << 10, 256 << 10, bytes};
+  const long rounds = bytes >= (64u << 20) ? 4 : (long)((256u << 20) / bytes);
+  char* out = calloc(1, bytes);
+  char* in = malloc(bytes);
+  int rc = out == NULL || in == NULL;
+  double best = 0;
+  int first = 1;
+  printf("{\"bytes\": %zu, \"rounds\": %ld, \"by_piece\": {", bytes, rounds);
+  for (size_t k = 0; k < sizeof(pieces) / sizeof(pieces[0]) && rc == 0; ++k) {
+    if (pieces[k] >= bytes && k + 1 < sizeof(pieces) / sizeof(pieces[0])) continue;
+    rc = exchange_round(fd, out, in, bytes, pieces[k]);
+    const double start = now_s();
+    for (long r = 0; r < rounds && rc == 0; ++r) rc = exchange_round(fd, out, in, bytes, pieces[k]);
+    const double gbps = (double)bytes * rounds / (now_s() - start) / 1e9;
+    if (gbps > best) best = gbps;
+    printf("%s\"%zu\": %.4f", first ? "" : ", ", pieces[k], gbps);
+    first = 0;
+  }
+  printf("}, \"gbps\": %.4f}\n", best);
+  free(out);
+  free(in);
+  close(fd);
+  return rc;
+}
+
+// BYTES for exchange: 1 to 1 GiB.
+static size_t parse_bytes(const char* text) {
+  char* end = NULL;
+  const unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || v < 1 || v > (1ull << 30)) {
+    fprintf(stderr, "tcp_blast: bad BYTES '%s' (want 1-1073741824)\n", text);
+    return 0;
+  }
+  return (size_t)v;
+}
+
 static int connect_with_retry(const char* host, unsigned short port) {
   struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
   if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
@@ -205,8 +294,21 @@ int main(int argc, char** argv) {
     const int fd = accept_one(port);
     return fd < 0 ? 1 : run_duplex(fd, seconds);
   }
+  if (argc == 4 && strcmp(mode, "exchange-listen") == 0) {
+    const size_t bytes = parse_bytes(argv[3]);
+    if (bytes == 0 || !parse_port(argv[2], &port)) return 2;
+    const int fd = accept_one(port);
+    return fd < 0 ? 1 : run_exchange(fd, bytes);
+  }
+  if (argc == 5 && strcmp(mode, "exchange") == 0) {
+    const size_t bytes = parse_bytes(argv[4]);
+    if (bytes == 0 || !parse_port(argv[3], &port)) return 2;
+    const int fd = connect_with_retry(argv[2], port);
+    return fd < 0 ? 1 : run_exchange(fd, bytes);
+  }
   fprintf(stderr,
           "usage: tcp_blast recv PORT | tcp_blast send HOST PORT SECONDS |\n"
-          "       tcp_blast duplex-listen PORT SECONDS | tcp_blast duplex HOST PORT SECONDS\n");
+          "       tcp_blast duplex-listen PORT SECONDS | tcp_blast duplex HOST PORT SECONDS |\n"
+          "       tcp_blast exchange-listen PORT BYTES | tcp_blast exchange HOST PORT BYTES\n");
   return 2;
 }

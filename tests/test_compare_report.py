@@ -3,7 +3,8 @@
 times per op come from busbw, the "beyond the limit" column pairs each invocation's hvdc with
 that invocation's limit before the median, the target's allowance and Open MPI's cost per op
 pair each invocation's figures too, sizes without a limit get no row, and the section quotes
-the median sync of shm_limit.
+the median sync of shm_limit. Also the two-host rows' link: per size, the better of the
+stream both ways and that size's exchange, where one was measured.
 Usage: test_compare_report.py COMPARE_REPORT_PY"""
 import importlib.util
 import sys
@@ -42,6 +43,28 @@ def series_of(report):
     return s
 
 
+def multihost_series(report):
+    """1 MiB has exchanges of 5.0, 4.0, 6.0 GB/s against a stream of 2.0, 2.2, 2.1: its link is
+    5.0 (median), and the target max(min(MPI 4.5, 0.9 * 5.0), 0.8 * 5.0) = 4.5. 4 MiB has no
+    exchange: its link is the stream's 2.1, the target max(min(1.5, 1.89), 1.68) = 1.68."""
+    s = report.Series()
+    for i in range(3):
+        s.add("mh_hvdc", MIB, i + 1, [2.0, 2.5, 3.0][i])
+        s.add("mh_ob1", MIB, i + 1, [4.0, 4.5, 5.0][i])
+        s.add("mh_link_exchange", MIB, i + 1, [5.0, 4.0, 6.0][i])
+        s.add("mh_hvdc", 4 * MIB, i + 1, 2.0)
+        s.add("mh_ob1", 4 * MIB, i + 1, 1.5)
+        s.add("mh_link_bidir", "value", i + 1, [2.0, 2.2, 2.1][i])
+    return s
+
+
+def check_multihost(report):
+    rows = report.multihost_rows(multihost_series(report))
+    got = [(r[4], r[6].split(" (")[0]) for r in rows[1:]]
+    want = [("5.00", ">= 4.50"), ("2.10", ">= 1.68")]
+    return [] if got == want else ["two-host links and targets %s, want %s" % (got, want)]
+
+
 def main(argv):
     report = load(argv[1])
     rows = report.op_time_rows(series_of(report))
@@ -58,10 +81,11 @@ def main(argv):
         failures.append("the section's table has not one header and two rows:\n" + text)
     if report.op_time_section(report.Series()):
         failures.append("an empty run still got a section")
+    failures += check_multihost(report)
     for f in failures:
         print("FAIL:", f)
     if not failures:
-        print("ok: op-time rows and section")
+        print("ok: op-time rows and section, two-host links")
     return 1 if failures else 0
 
 

@@ -76,6 +76,7 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
   comm.host_segment_bytes = options_.segment_bytes;
   if (!op.group.hosts.empty() && options_.cross_host_segment_bytes != 0) {
     comm.segment_bytes = std::min(comm.segment_bytes, options_.cross_host_segment_bytes);
+    comm.pieces_across_hosts = true;
   }
   comm.small_bytes = options_.small_allreduce_bytes;
   if (!options_.hierarchical) comm.hosts.clear();

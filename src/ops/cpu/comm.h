@@ -36,6 +36,8 @@ struct Comm {
   // A group across hosts may cut its messages smaller than those between ranks of one host:
   // this is the size for a sub-communicator within one host (hierarchical.cc).
   size_t host_segment_bytes = 256 << 10;
+  // Set where segment_bytes is that cut (TCP between hosts): the allgather sends in segments too.
+  bool pieces_across_hosts = false;
   size_t small_bytes = 64 << 10;
   // Reduce every element in member order, whatever the size, fusion and segment layout.
   bool deterministic = false;

@@ -76,6 +76,7 @@ void split(const Comm& comm, const Layout& l, Comm* local, Comm* cross) {
   }
   *local = sub_comm(comm, on_host, l.my_place);
   local->segment_bytes = comm.host_segment_bytes;
+  local->pieces_across_hosts = false;
   *cross = sub_comm(comm, in_place, l.my_host);
 }
 

@@ -1,5 +1,7 @@
 #include "ops/cpu/allreduce/phases.h"
 
+#include <algorithm>
+
 namespace hvdc::ops::cpu {
 namespace {
 
@@ -22,9 +24,20 @@ Status allgather_step(Comm& comm, const Pieces& buf, const Chunks& ch, int send,
     HVDC_RETURN_IF_ERROR(comm.transport->irecv(comm.members[left], comm.tag(left, step), in[s].addr,
                                                in[s].bytes, &reqs[s]));
   }
-  HVDC_RETURN_IF_ERROR(post_sends(comm, buf, out, comm.members[(comm.index + 1) % n],
-                                  comm.tag(comm.index, step), &reqs));
-  HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs.data(), reqs.size(), comm.interrupt));
+  if (comm.pieces_across_hosts) {
+    // Many small messages: paced by the receives, as in the reduce-scatter.
+    PacedSends sends(comm, buf, out, comm.tag(comm.index, step),
+                     messages_in_flight(limits.max_direct));
+    for (size_t s = 0; s <= in.size(); ++s) {
+      HVDC_RETURN_IF_ERROR(sends.advance(s));
+      if (s < in.size()) HVDC_RETURN_IF_ERROR(comm.transport->wait(&reqs[s], 1, comm.interrupt));
+    }
+    HVDC_RETURN_IF_ERROR(sends.finish());
+  } else {
+    HVDC_RETURN_IF_ERROR(post_sends(comm, buf, out, comm.members[(comm.index + 1) % n],
+                                    comm.tag(comm.index, step), &reqs));
+    HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs.data(), reqs.size(), comm.interrupt));
+  }
   for (const Segment& s : in) {
     if (s.staged) buf.scatter(s.offset, s.bytes, s.addr);
   }
@@ -45,7 +58,13 @@ SegmentLimits reduce_limits(const Comm& comm, size_t esize) {
 
 SegmentLimits copy_limits(const Comm& comm, size_t esize) {
   const size_t seg = round_down(comm.segment_bytes, esize);
-  return SegmentLimits{round_down(size_t{1} << 30, esize), seg, round_down(seg / 16, esize)};
+  const size_t direct = comm.pieces_across_hosts ? seg : round_down(size_t{1} << 30, esize);
+  return SegmentLimits{direct, seg, round_down(seg / 16, esize)};
+}
+
+size_t messages_in_flight(size_t segment_bytes) {
+  constexpr size_t kInFlightBytes = 1 << 20;
+  return std::clamp<size_t>(kInFlightBytes / std::max<size_t>(segment_bytes, 1), 4, 64);
 }
 
 Status post_send(Comm& comm, const Pieces& buf, const Segment& seg, int peer, transport::Tag tag,
@@ -61,6 +80,23 @@ Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& seg
     HVDC_RETURN_IF_ERROR(post_send(comm, buf, s, peer, tag, &reqs->back()));
   }
   return Status::ok();
+}
+
+PacedSends::PacedSends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs,
+                       transport::Tag tag, size_t window)
+    : comm_(comm), buf_(buf), segs_(segs), tag_(tag), window_(window), reqs_(segs.size()) {}
+
+Status PacedSends::post_up_to(size_t end) {
+  const int right = comm_.members[(comm_.index + 1) % comm_.size()];
+  for (end = std::min(end, segs_.size()); posted_ < end; ++posted_) {
+    HVDC_RETURN_IF_ERROR(post_send(comm_, buf_, segs_[posted_], right, tag_, &reqs_[posted_]));
+  }
+  return Status::ok();
+}
+
+Status PacedSends::finish() {
+  HVDC_RETURN_IF_ERROR(post_up_to(segs_.size()));
+  return comm_.transport->wait(reqs_.data(), reqs_.size(), comm_.interrupt);
 }
 
 Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step) {

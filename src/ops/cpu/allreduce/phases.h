@@ -23,8 +23,14 @@ Chunks make_chunks(const Pieces& buf, int members, size_t esize);
 
 // Segments bounded by comm.segment_bytes (what a receive slot holds), for reduction phases.
 SegmentLimits reduce_limits(const Comm& comm, size_t esize);
-// In-place runs unbounded, packed blocks bounded: for phases that only copy.
+// In-place runs unbounded (bounded too where comm.pieces_across_hosts), packed blocks bounded:
+// for phases that only copy.
 SegmentLimits copy_limits(const Comm& comm, size_t esize);
+
+// Messages a ring step keeps in flight each way: at least 4 and at least 1 MiB of them, so that
+// small segments (between hosts over TCP) mostly find a receive waiting rather than arrive
+// unexpected (copied aside by the transport), up to 64.
+size_t messages_in_flight(size_t segment_bytes);
 
 // Packs the segment if staged (its addr must be placed) and posts its send to `peer`.
 Status post_send(Comm& comm, const Pieces& buf, const Segment& seg, int peer, transport::Tag tag,
@@ -32,6 +38,29 @@ Status post_send(Comm& comm, const Pieces& buf, const Segment& seg, int peer, tr
 // post_send() for each segment, the requests appended to *reqs.
 Status post_sends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, int peer,
                   transport::Tag tag, std::vector<transport::Request>* reqs);
+
+// A step's sends to the right neighbour, posted in order as its receives complete, `window`
+// ahead: the neighbour then has about as many receives waiting.
+class PacedSends {
+ public:
+  PacedSends(Comm& comm, const Pieces& buf, const std::vector<Segment>& segs, transport::Tag tag,
+             size_t window);
+  // After `received` of the step's receives completed.
+  Status advance(size_t received) { return post_up_to(received + window_); }
+  // Posts the rest and waits for every send.
+  Status finish();
+
+ private:
+  Status post_up_to(size_t end);
+
+  Comm& comm_;
+  const Pieces& buf_;
+  const std::vector<Segment>& segs_;
+  transport::Tag tag_;
+  size_t window_;
+  size_t posted_ = 0;
+  std::vector<transport::Request> reqs_;
+};
 
 // The ring's reduce-scatter, steps 0 to n - 2, from `in` into `out` (the same object in place):
 // after it this member owns chunk (index + 1) % n of out, reduced over every member (op only:

@@ -9,14 +9,6 @@
 namespace hvdc::ops::cpu {
 namespace {
 
-// Receives in flight per step: enough to keep the wire busy while one slot is reduced, at least
-// 4 and at least 1 MiB, so that small segments (between hosts over TCP) mostly arrive where a
-// receive waits for them rather than unexpected (copied aside by the transport), up to 64.
-size_t receive_slots(size_t segment_bytes) {
-  constexpr size_t kInFlightBytes = 1 << 20;
-  return std::clamp<size_t>(kInFlightBytes / segment_bytes, 4, 64);
-}
-
 // The inputs and the outputs: the same object in place, else two views of one layout.
 struct Views {
   const Pieces& in;
@@ -35,8 +27,9 @@ void read_from(const Pieces& from, std::vector<Segment>* segs) {
 }
 
 // Sends chunk `send` of `from` to the right neighbour and reduces chunk `recv` from the left,
-// out = in op received, segment by segment through receive_slots() scratch slots. Both sides cut a
-// chunk into the same segments, because every member's view has the same layout.
+// out = in op received, segment by segment through messages_in_flight() scratch slots (enough to
+// keep the wire busy while one is reduced). Both sides cut a chunk into the same segments, because
+// every member's view has the same layout.
 Status reduce_scatter_step(Comm& comm, const Views& v, const Pieces& from, const Chunks& ch,
                            int send, int recv, int step, const ReduceSpec& spec) {
   const int n = comm.size();
@@ -45,22 +38,12 @@ Status reduce_scatter_step(Comm& comm, const Views& v, const Pieces& from, const
   std::vector<Segment> out = split_segments(v.out, ch.offset(send), ch.bytes(send), limits);
   if (&from != &v.out) read_from(from, &out);
   std::vector<Segment> in = split_segments(v.out, ch.offset(recv), ch.bytes(recv), limits);
-  const size_t slot_count = receive_slots(limits.max_staged);
+  const size_t slot_count = messages_in_flight(limits.max_staged);
   char* slots = comm.scratch_bytes(slot_count * limits.max_staged);
   place_staged(out, comm.staging_bytes(staged_bytes(out)));
 
-  // Sends go out as receives complete, slot_count ahead: the right neighbour has about as many
-  // receives waiting, and the rest would arrive unexpected.
-  std::vector<transport::Request> sends(out.size());
-  size_t sent = 0;
-  auto send_up_to = [&](size_t end) {
-    for (end = std::min(end, out.size()); sent < end; ++sent) {
-      HVDC_RETURN_IF_ERROR(post_send(comm, from, out[sent], comm.members[(comm.index + 1) % n],
-                                     comm.tag(comm.index, step), &sends[sent]));
-    }
-    return Status::ok();
-  };
-  HVDC_RETURN_IF_ERROR(send_up_to(slot_count));
+  PacedSends sends(comm, from, out, comm.tag(comm.index, step), slot_count);
+  HVDC_RETURN_IF_ERROR(sends.advance(0));
   std::vector<transport::Request> recvs(slot_count);
   auto post = [&](size_t s) {
     return comm.transport->irecv(comm.members[left], comm.tag(left, step),
@@ -76,10 +59,9 @@ Status reduce_scatter_step(Comm& comm, const Views& v, const Pieces& from, const
       src += b;
     });
     if (s + slot_count < in.size()) HVDC_RETURN_IF_ERROR(post(s + slot_count));
-    HVDC_RETURN_IF_ERROR(send_up_to(s + 1 + slot_count));
+    HVDC_RETURN_IF_ERROR(sends.advance(s + 1));
   }
-  HVDC_RETURN_IF_ERROR(send_up_to(out.size()));
-  return comm.transport->wait(sends.data(), sends.size(), comm.interrupt);
+  return sends.finish();
 }
 
 }  // namespace
