@@ -182,8 +182,11 @@ Status Engine::connect() {
   HVDC_RETURN_IF_ERROR(create(options, exchange, &transport_)
                            .with_context(common::strfmt("connecting rank %d of %d", rank, size)));
   bool tcp = false;
-  HVDC_RETURN_IF_ERROR(agree_on_tcp_between_hosts(*bootstrap_, *transport_, topology_, &tcp));
-  if (tcp && config_.tcp_segment_bytes != 0) {
+  // Every rank knows the hosts and the agreed settings alike: all skip the agreement, or none.
+  if (topology_.local_size < size && config_.tcp_segment_bytes != 0) {
+    HVDC_RETURN_IF_ERROR(agree_on_tcp_between_hosts(*bootstrap_, *transport_, topology_, &tcp));
+  }
+  if (tcp) {
     // One send of a large message over TCP runs at half the rate of the same bytes sent in
     // pieces of 64-128 KiB (docs/performance.md, "Two hosts: messages in pieces").
     cross_host_segment_bytes_ = config_.tcp_segment_bytes;

@@ -46,19 +46,28 @@ static void check_topology(int per_host) {
   EXPECT(hvd_cross_rank() == rank / per_host, "cross rank %d", hvd_cross_rank());
 }
 
-static void check_allreduce(int64_t n, const char* name) {
+/* In place, or out of place into a second buffer; a sum, or an average (exact: the mean of
+ * 1..size is a multiple of 1/2). */
+static void check_allreduce(int64_t n, const char* name, int32_t op, int out_of_place) {
   const int rank = hvd_rank(), size = hvd_size();
   float* x = malloc((size_t)n * sizeof(float));
+  float* y = out_of_place ? malloc((size_t)n * sizeof(float)) : x;
   for (int64_t i = 0; i < n; ++i) x[i] = (float)(rank + 1) + (float)(i % 7);
   hvd_tensor_t t = vec(x, HVD_FLOAT32, &n);
   hvd_handle_t h;
-  CHECK(hvd_allreduce_async(&t, x, HVD_OP_SUM, name, NULL, &h));
+  CHECK(hvd_allreduce_async(&t, y, op, name, NULL, &h));
   run(h);
   CHECK(hvd_handle_free(h));
   for (int64_t i = 0; i < n; ++i) {
-    const float want = (float)(size * (size + 1) / 2) + (float)(size * (i % 7));
-    EXPECT(x[i] == want, "%s[%lld] = %g, want %g", name, (long long)i, x[i], want);
+    float want = (float)(size * (size + 1) / 2) + (float)(size * (i % 7));
+    if (op == HVD_OP_AVERAGE) want /= (float)size;
+    EXPECT(y[i] == want, "%s[%lld] = %g, want %g", name, (long long)i, y[i], want);
+    if (out_of_place) {
+      EXPECT(x[i] == (float)(rank + 1) + (float)(i % 7), "%s input [%lld] changed", name,
+             (long long)i);
+    }
   }
+  if (out_of_place) free(y);
   free(x);
 }
 
@@ -144,7 +153,7 @@ int main(int argc, char** argv) {
   const int64_t large = argc > 2 ? atoll(argv[2]) : (int64_t)4 << 20;
   CHECK(hvd_init());
   check_topology(per_host);
-  check_allreduce(1000, "mh.allreduce.small");
+  check_allreduce(1000, "mh.allreduce.small", HVD_OP_SUM, 0);
   check_allgather();
   check_broadcast();
   check_alltoall();
@@ -153,7 +162,8 @@ int main(int argc, char** argv) {
   CHECK(hvd_barrier_async("mh.barrier", NULL, &h));
   run(h);
   CHECK(hvd_handle_free(h));
-  check_allreduce(large, "mh.allreduce.large");
+  check_allreduce(large, "mh.allreduce.large", HVD_OP_SUM, 0);
+  check_allreduce(large, "mh.allreduce.average", HVD_OP_AVERAGE, 1);
   struct stat ns;
   const long long inode = stat("/proc/self/ns/net", &ns) == 0 ? (long long)ns.st_ino : -1;
   printf("multihost rank %d of %d: local %d/%d cross %d/%d netns %lld: ok\n", hvd_rank(),

@@ -78,6 +78,9 @@ struct ViewCase {
   size_t count;
   size_t small_bytes;  // up to it the direct algorithm runs
   bool deterministic;  // above it: the ring, or the member-ordered algorithm
+  // As between hosts over TCP: the ring passes each reduced segment on at once (ring.cc).
+  bool pieces_across_hosts = false;
+  bool average = false;  // divides by the member count: once per element, whatever the path
 };
 
 std::vector<ViewCase> view_cases() {
@@ -87,6 +90,9 @@ std::vector<ViewCase> view_cases() {
       {"ring_max_i32", HVD_INT32, HVD_OP_MAX, 40009, 0, false},
       {"ring_min_i32_odd", HVD_INT32, HVD_OP_MIN, 5, 0, false},
       {"ordered_sum_f32", HVD_FLOAT32, HVD_OP_SUM, 40009, 0, true},
+      {"ring_across_hosts_sum_f32", HVD_FLOAT32, HVD_OP_SUM, 40009, 0, false, true},
+      {"ring_across_hosts_average_f32", HVD_FLOAT32, HVD_OP_SUM, 40009, 0, false, true, true},
+      {"ring_across_hosts_max_i32_odd", HVD_INT32, HVD_OP_MAX, 7, 0, false, true},
   };
 }
 
@@ -99,11 +105,12 @@ int32_t reduce_ref(const ViewCase& c, int n, size_t i) {
   return static_cast<int32_t>(acc);
 }
 
-// Values as the dtype stores them: int32 as is, float32 as the float of the same value.
-std::vector<int32_t> encode(const ViewCase& c, std::vector<int32_t> v) {
+// Values as the dtype stores them: int32 as is, float32 as the float of the same value (divided
+// by `divisor`, as the average divides the sum).
+std::vector<int32_t> encode(const ViewCase& c, std::vector<int32_t> v, int divisor = 1) {
   if (c.dtype == HVD_FLOAT32) {
     for (int32_t& x : v) {
-      const float f = static_cast<float>(x);
+      const float f = static_cast<float>(x) / static_cast<float>(divisor);
       std::memcpy(&x, &f, sizeof(f));
     }
   }
@@ -125,9 +132,11 @@ Status run_case(Comm& comm, const ViewCase& c, Outcome* got) {
   ReduceSpec spec;
   spec.dtype = c.dtype;
   spec.op = c.op;
+  if (c.average) spec.divisor = comm.size();
   comm.small_bytes = c.small_bytes;
   comm.deterministic = c.deterministic;
   comm.segment_bytes = 4096;
+  comm.pieces_across_hosts = c.pieces_across_hosts;
   Status st = allreduce(comm, Pieces(in.pieces()), Pieces(out.pieces()), spec);
   ++comm.seq;
   got->out = out.joined();
@@ -151,7 +160,7 @@ TEST_P(AllreduceViews, OutOfPlaceOnEveryAlgorithm) {
   for (size_t c = 0; c < cases.size(); ++c) {
     std::vector<int32_t> want(cases[c].count);
     for (size_t i = 0; i < want.size(); ++i) want[i] = reduce_ref(cases[c], n, i);
-    want = encode(cases[c], want);
+    want = encode(cases[c], want, cases[c].average ? n : 1);
     for (int r = 0; r < n; ++r) {
       const std::string where =
           cases[c].name + ", rank " + std::to_string(r) + " of " + std::to_string(n);

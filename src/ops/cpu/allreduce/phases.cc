@@ -12,39 +12,53 @@ size_t round_down(size_t bytes, size_t esize) {
 // Passes finished chunk `send` right and receives finished chunk `recv` from the left.
 Status allgather_step(Comm& comm, const Pieces& buf, const Chunks& ch, int send, int recv,
                       int step) {
-  const int n = comm.size();
-  const int left = (comm.index + n - 1) % n;
-  const SegmentLimits limits = copy_limits(comm, ch.esize);
-  std::vector<Segment> in = split_segments(buf, ch.offset(recv), ch.bytes(recv), limits);
-  std::vector<Segment> out = split_segments(buf, ch.offset(send), ch.bytes(send), limits);
-  char* area = comm.staging_bytes(staged_bytes(in) + staged_bytes(out));
-  place_staged(out, place_staged(in, area));
-  std::vector<transport::Request> reqs(in.size());
-  for (size_t s = 0; s < in.size(); ++s) {
-    HVDC_RETURN_IF_ERROR(comm.transport->irecv(comm.members[left], comm.tag(left, step), in[s].addr,
-                                               in[s].bytes, &reqs[s]));
-  }
-  if (comm.pieces_across_hosts) {
-    // Many small messages: paced by the receives, as in the reduce-scatter.
-    PacedSends sends(comm, buf, out, comm.tag(comm.index, step),
-                     messages_in_flight(limits.max_direct));
-    for (size_t s = 0; s <= in.size(); ++s) {
-      HVDC_RETURN_IF_ERROR(sends.advance(s));
-      if (s < in.size()) HVDC_RETURN_IF_ERROR(comm.transport->wait(&reqs[s], 1, comm.interrupt));
-    }
+  AllgatherStep ag(comm, buf, ch, send, recv, step);
+  HVDC_RETURN_IF_ERROR(ag.start(comm.staging_bytes(ag.staged_bytes())));
+  if (!comm.pieces_across_hosts) {
+    PacedSends sends(comm, buf, ag.sends(), ag.send_tag(), ag.sends().size());
+    HVDC_RETURN_IF_ERROR(sends.advance(0));
     HVDC_RETURN_IF_ERROR(sends.finish());
-  } else {
-    HVDC_RETURN_IF_ERROR(post_sends(comm, buf, out, comm.members[(comm.index + 1) % n],
-                                    comm.tag(comm.index, step), &reqs));
-    HVDC_RETURN_IF_ERROR(comm.transport->wait(reqs.data(), reqs.size(), comm.interrupt));
+    return ag.finish();
   }
-  for (const Segment& s : in) {
-    if (s.staged) buf.scatter(s.offset, s.bytes, s.addr);
+  // Many small messages: paced by the receives, as in the reduce-scatter.
+  PacedSends sends(comm, buf, ag.sends(), ag.send_tag(),
+                   messages_in_flight(copy_limits(comm, ch.esize).max_direct));
+  for (size_t s = 0; s <= ag.receive_count(); ++s) {
+    HVDC_RETURN_IF_ERROR(sends.advance(s));
+    if (s < ag.receive_count()) HVDC_RETURN_IF_ERROR(ag.wait_receive(s));
+  }
+  HVDC_RETURN_IF_ERROR(sends.finish());
+  return ag.finish();
+}
+
+}  // namespace
+
+AllgatherStep::AllgatherStep(Comm& comm, const Pieces& buf, const Chunks& ch, int send, int recv,
+                             int step)
+    : comm_(comm), buf_(buf), step_(step) {
+  const SegmentLimits limits = copy_limits(comm, ch.esize);
+  in_ = split_segments(buf, ch.offset(recv), ch.bytes(recv), limits);
+  out_ = split_segments(buf, ch.offset(send), ch.bytes(send), limits);
+  recvs_.resize(in_.size());
+}
+
+Status AllgatherStep::start(char* area) {
+  place_staged(out_, place_staged(in_, area));
+  const int left = (comm_.index + comm_.size() - 1) % comm_.size();
+  for (size_t s = 0; s < in_.size(); ++s) {
+    HVDC_RETURN_IF_ERROR(comm_.transport->irecv(comm_.members[left], comm_.tag(left, step_),
+                                                in_[s].addr, in_[s].bytes, &recvs_[s]));
   }
   return Status::ok();
 }
 
-}  // namespace
+Status AllgatherStep::finish() {
+  HVDC_RETURN_IF_ERROR(comm_.transport->wait(recvs_.data(), recvs_.size(), comm_.interrupt));
+  for (const Segment& s : in_) {
+    if (s.staged) buf_.scatter(s.offset, s.bytes, s.addr);
+  }
+  return Status::ok();
+}
 
 Chunks make_chunks(const Pieces& buf, int members, size_t esize) {
   const size_t count = buf.bytes() / esize;
@@ -99,10 +113,11 @@ Status PacedSends::finish() {
   return comm_.transport->wait(reqs_.data(), reqs_.size(), comm_.interrupt);
 }
 
-Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step) {
+Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step,
+                       int done) {
   const int n = comm.size();
   const int owned = (comm.index + shift) % n;
-  for (int s = 0; s < n - 1; ++s) {
+  for (int s = done; s < n - 1; ++s) {
     HVDC_RETURN_IF_ERROR(allgather_step(comm, buf, ch, (owned - s + n) % n, (owned - s - 1 + n) % n,
                                         first_step + s));
   }

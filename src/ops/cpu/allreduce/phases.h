@@ -62,6 +62,30 @@ class PacedSends {
   std::vector<transport::Request> reqs_;
 };
 
+// One allgather step: finished chunk `send` goes to the right neighbour in segments (sends()),
+// chunk `recv` comes from the left into place. start() posts every receive; the caller posts the
+// sends (PacedSends over sends(), tag send_tag()) as the chunk is ready; finish() waits for the
+// receives and unpacks the staged ones.
+class AllgatherStep {
+ public:
+  AllgatherStep(Comm& comm, const Pieces& buf, const Chunks& ch, int send, int recv, int step);
+  size_t staged_bytes() const { return cpu::staged_bytes(in_) + cpu::staged_bytes(out_); }
+  // Gives the staged segments their place in `area` (staged_bytes() long), posts the receives.
+  Status start(char* area);
+  const std::vector<Segment>& sends() const { return out_; }
+  transport::Tag send_tag() const { return comm_.tag(comm_.index, step_); }
+  size_t receive_count() const { return in_.size(); }
+  Status wait_receive(size_t i) { return comm_.transport->wait(&recvs_[i], 1, comm_.interrupt); }
+  Status finish();
+
+ private:
+  Comm& comm_;
+  const Pieces& buf_;
+  int step_;
+  std::vector<Segment> in_, out_;
+  std::vector<transport::Request> recvs_;
+};
+
 // The ring's reduce-scatter, steps 0 to n - 2, from `in` into `out` (the same object in place):
 // after it this member owns chunk (index + 1) % n of out, reduced over every member (op only:
 // finish_reduction is the caller's).
@@ -69,7 +93,9 @@ Status reduce_scatter_phase(Comm& comm, const Pieces& in, const Pieces& out, con
                             const ReduceSpec& spec);
 
 // After the reduction phase this member owns chunk (index + shift) % n, fully reduced and
-// finished; n - 1 steps from `first_step` on give every member every chunk.
-Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step);
+// finished; n - 1 steps from `first_step` on give every member every chunk. The first `done`
+// of them are skipped (the ring ran its first one inside its last reduce-scatter step).
+Status allgather_phase(Comm& comm, const Pieces& buf, const Chunks& ch, int shift, int first_step,
+                       int done = 0);
 
 }  // namespace hvdc::ops::cpu
