@@ -54,6 +54,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#parts[@]} -gt 0 ] || parts=(latency bw model multihost)
 [ -n "$runs" ] || { [ $quick = 1 ] && runs=1 || runs=3; }
+# The run's date is the day it started (a run may cross midnight UTC; the table says when).
+started=$(date -u +%Y-%m-%d)
 out=${out:-build/compare/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out/raw" "$out/logs"
 out=$(cd "$out" && pwd)
@@ -188,7 +190,7 @@ if wants bw; then
 fi
 if [ $docs = 1 ]; then
   mkdir -p docs/perf docs/img
-  stem="docs/perf/compare-$(date -u +%Y-%m-%d)"
+  stem="docs/perf/compare-$started"
   cp "$out/compare.md" "$stem.md"
   cp "$out/compare.json" "$stem.json"
   if [ -f "$out/allreduce_np2.svg" ]; then cp "$out/allreduce_np2.svg" docs/img/allreduce_np2.svg; fi

@@ -7,6 +7,7 @@
 #    the launcher does not kill the survivors when the culprit dies, fails or exits without
 #    MPI_Finalize;
 #  - hvdcrun: its local mode (TCP store, no MPI) with --keep-going, the same for hvdcrun.
+# RUN_CASE_EXPECT in the environment names text the run must print as well.
 set -uo pipefail
 launcher=$1 np=$2 case=$3 prog=$4 hvdcrun=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,5 +37,10 @@ for r in "${reporters[@]}"; do
     status=1
   fi
 done
+# RUN_CASE_EXPECT, where set: text the run must print (a sign that it took the path it tests).
+if [ -n "${RUN_CASE_EXPECT:-}" ] && ! grep -qF "$RUN_CASE_EXPECT" <<<"$out"; then
+  echo "FAIL: the run never printed '$RUN_CASE_EXPECT'" >&2
+  status=1
+fi
 [ $rc -ne 124 ] || { echo "FAIL: the job did not end within 100 s" >&2; status=1; }
 exit $status
