@@ -155,7 +155,7 @@ const std::vector<Knob>& knob_registry() {
        "ring through every rank (docs/engine.md)."},
       {"HVDC_SEGMENT_BYTES", nullptr, -1, true, "262144", parse_positive,
        "Size of the pieces the ring allreduce pipelines and reduces in cache."},
-      {"HVDC_TCP_SEGMENT_BYTES", nullptr, -1, true, "65536", parse_non_negative,
+      {"HVDC_TCP_SEGMENT_BYTES", nullptr, -1, true, "57344", parse_non_negative,
        "Size of the pieces the ring sends between hosts where UCX reaches the other hosts over "
        "TCP alone (found at init); 0: HVDC_SEGMENT_BYTES there too (docs/engine.md)."},
       {"HVDC_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD", HVD_CFG_FUSION_THRESHOLD, true,

@@ -188,7 +188,8 @@ Status Engine::connect() {
   }
   if (tcp) {
     // One send of a large message over TCP runs at half the rate of the same bytes sent in
-    // pieces of 64-128 KiB (docs/performance.md, "Two hosts: messages in pieces").
+    // pieces; a piece and its headers must fit one TCP packet of the kernel's 64 KiB limit
+    // (docs/engine.md, "Between hosts over TCP: smaller pieces").
     cross_host_segment_bytes_ = config_.tcp_segment_bytes;
     if (rank == 0) {
       HVDC_LOG_INFO(

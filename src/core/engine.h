@@ -41,7 +41,7 @@ struct EngineConfig {
   int spin_micros = 50;
   size_t small_allreduce_bytes = 64 << 10;
   size_t segment_bytes = 256 << 10;
-  size_t tcp_segment_bytes = 64 << 10;  // HVDC_TCP_SEGMENT_BYTES
+  size_t tcp_segment_bytes = 56 << 10;  // HVDC_TCP_SEGMENT_BYTES
   size_t round_input_bytes = 4 << 10;   // HVDC_ROUND_INPUT_BYTES
   size_t local_min_bytes = 16 << 10;    // HVDC_LOCAL_MIN_BYTES
   size_t local_stage_bytes = 16 << 20;  // HVDC_LOCAL_STAGE_BYTES

@@ -32,6 +32,6 @@ echo "veth into host B: $crossed bytes (the large allreduce alone is $need bytes
 netns_mpirun 1 --mca pml ob1 --mca btl self,tcp "$prog" 1 1000003 | tee "$work/out1"
 ok=$(grep -c ': ok$' "$work/out1" || true)
 [ "$ok" = 2 ] || { echo "FAIL: one rank a host: $ok of 2 ranks reported ok" >&2; exit 1; }
-said=$(grep -c 'reached over TCP alone: the ring sends them pieces of 65536 bytes' "$work/out" || true)
+said=$(grep -c 'reached over TCP alone: the ring sends them pieces of [0-9][0-9]* bytes' "$work/out" || true)
 [ "$said" = 1 ] || { echo "FAIL: rank 0 said $said times that other hosts are reached over TCP" >&2; exit 1; }
 echo "multihost-mpirun: ok"
