@@ -81,6 +81,8 @@ struct ViewCase {
   // As between hosts over TCP: the ring passes each reduced segment on at once (ring.cc).
   bool pieces_across_hosts = false;
   bool average = false;  // divides by the member count: once per element, whatever the path
+  // Below one element (HVDC_SEGMENT_BYTES=3): every path still moves whole elements and ends.
+  size_t segment_bytes = 4096;
 };
 
 std::vector<ViewCase> view_cases() {
@@ -93,6 +95,10 @@ std::vector<ViewCase> view_cases() {
       {"ring_across_hosts_sum_f32", HVD_FLOAT32, HVD_OP_SUM, 40009, 0, false, true},
       {"ring_across_hosts_average_f32", HVD_FLOAT32, HVD_OP_SUM, 40009, 0, false, true, true},
       {"ring_across_hosts_max_i32_odd", HVD_INT32, HVD_OP_MAX, 7, 0, false, true},
+      {"ring_segment_below_element", HVD_FLOAT32, HVD_OP_SUM, 301, 0, false, false, false, 3},
+      {"ordered_segment_below_element", HVD_INT32, HVD_OP_SUM, 301, 0, true, false, false, 1},
+      {"ring_across_hosts_segment_below_element", HVD_FLOAT32, HVD_OP_SUM, 301, 0, false, true,
+       true, 3},
   };
 }
 
@@ -135,7 +141,7 @@ Status run_case(Comm& comm, const ViewCase& c, Outcome* got) {
   if (c.average) spec.divisor = comm.size();
   comm.small_bytes = c.small_bytes;
   comm.deterministic = c.deterministic;
-  comm.segment_bytes = 4096;
+  comm.segment_bytes = c.segment_bytes;
   comm.pieces_across_hosts = c.pieces_across_hosts;
   Status st = allreduce(comm, Pieces(in.pieces()), Pieces(out.pieces()), spec);
   ++comm.seq;
