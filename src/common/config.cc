@@ -136,7 +136,7 @@ const std::vector<Knob>& knob_registry() {
        "memory, which then need no exchange of their own; 0 never (docs/engine.md)."},
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
-      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "16384", parse_non_negative,
+      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "0", parse_non_negative,
        "Allreduces of host memory among ranks of one host read and write the peers' buffers in "
        "place from this size on (docs/memory.md)."},
       {"HVDC_LOCAL_STAGE_BYTES", nullptr, -1, true, "16777216", parse_non_negative,

@@ -265,10 +265,12 @@ void Engine::start_collaborators() {
   lane.queue = &queue_;
   lane.stats = &stats_;
   lane.stage = stage_.get();
+  lane.tracer = &tracer_;
   lane.report = [this](Request request) { negotiation_->report(std::move(request)); };
   lane.spare_response = [this] { return negotiation_->spare_response(); };
   lane.joined = [this] { return negotiation_->joined(); };
   lane.round_open = [this] { return negotiation_->round_open(); };
+  lane.round_under_way = [this] { return negotiation_->round_under_way(); };
   lane.min_bytes = config_.local_min_bytes;
   lane.enabled = config_.lane;  // a set refusing peer reads never opens its boards
   lane_ = std::make_unique<Lane>(std::move(lane));

@@ -105,7 +105,7 @@ struct BackendOptions {
   size_t segment_bytes = 256 << 10;         // host pipelines: bytes per segment
   size_t cross_host_segment_bytes = 0;      // ... in a group across hosts; 0: segment_bytes
   bool deterministic = false;               // reduce in member order whatever the sizes
-  size_t local_min_bytes = 16 << 10;        // host allreduce on one host: in place from this size
+  size_t local_min_bytes = 0;               // host allreduce on one host: in place from this size
   size_t local_stage_bytes = 512 << 10;     // ... and staged through a mapped region up to this
   bool peer_reads = true;                   // this rank may read local peers' memory
   bool hierarchical = true;                 // host allreduce across hosts: local steps first

@@ -6,8 +6,11 @@ Usage: check_timeline.py RUN_MPI NP PROGRAM OUTDIR
 The first file (HVDC_TIMELINE) must parse with json.load after hvd_shutdown and hold, per tensor,
 balanced B/E spans: NEGOTIATE_<OP> with one tick per rank, then <OP> with QUEUE and the transport
 phase nested, ending with dtype and shape args; the cached steps of tl.a negotiate through the
-cache with a tick per rank too; the fused group shows MEMCPY_IN/OUT_FUSION_BUFFER. The second file
-(from hvd_timeline_start) holds tl.second and nothing from before the switch.
+cache (on one host: on the set's board, the lane) with a tick per rank too. The fused group shows
+MEMCPY_IN/OUT_FUSION_BUFFER where it goes through the transport (HVDC_LOCAL_MIN_BYTES above its
+3200 bytes), and where it is reduced in place among the ranks of one host (the default), an op span
+with the transport phase per tensor and no fusion buffer. The second file (from
+hvd_timeline_start) holds tl.second and nothing from before the switch.
 """
 import collections
 import json
@@ -53,8 +56,10 @@ def check(failures, ok, what):
 
 def main(run_mpi, np, program, outdir):
     np = int(np)
-    first = os.path.join(outdir, "timeline-np%d.json" % np)
-    second = os.path.join(outdir, "timeline-np%d-second.json" % np)
+    in_place = int(os.environ.get("HVDC_LOCAL_MIN_BYTES", "0")) <= 3200
+    tag = "" if in_place else "-transport"
+    first = os.path.join(outdir, "timeline-np%d%s.json" % (np, tag))
+    second = os.path.join(outdir, "timeline-np%d%s-second.json" % (np, tag))
     for p in (first, second):
         if os.path.exists(p):
             os.remove(p)
@@ -81,10 +86,18 @@ def main(run_mpi, np, program, outdir):
     fused = [x for k in range(8) for x in s.get("tl.f.%d" % k, [])]
     copied = any(x[0] == "MEMCPY_IN_FUSION_BUFFER" for x in fused) and \
         any(x[0] == "MEMCPY_OUT_FUSION_BUFFER" for x in fused)
-    # One rank reduces nothing, so nothing is copied: the spans appear only where copies happen.
-    check(failures, copied if np > 1 else not copied,
-          "tl.f.*: MEMCPY_IN/OUT_FUSION_BUFFER around the fused allreduce" if np > 1
-          else "tl.f.*: no fusion-buffer copies on one rank")
+    every_op = all(
+        any(x[0] == "ALLREDUCE" for x in s.get("tl.f.%d" % k, [])) and
+        any(x[0] == "UCX_ALLREDUCE" for x in s.get("tl.f.%d" % k, [])) for k in range(8))
+    # One rank reduces nothing, and the in-place path reads the tensors where they lie: the copies
+    # appear only on the transport, between ranks.
+    if np > 1 and not in_place:
+        check(failures, copied and every_op,
+              "tl.f.*: MEMCPY_IN/OUT_FUSION_BUFFER around the fused allreduce")
+    else:
+        check(failures, every_op and not copied,
+              "tl.f.*: an op span per tensor, no fusion-buffer copies (%s)" %
+              ("one rank" if np == 1 else "in place"))
     # Peers may report tl.second before rank 0 switches files: its negotiation can begin (and is
     # then closed) in the first file, but it runs in the second.
     check(failures, not any(x[0] == "ALLREDUCE" for x in s.get("tl.second", [])),

@@ -19,8 +19,8 @@
 namespace hvdc_test {
 namespace {
 
-// From this many bytes an allreduce of one host's ranks meets on the board (the default
-// HVDC_LOCAL_MIN_BYTES), where the lane applies.
+// An allreduce of one host's ranks of any size meets on the board (the default
+// HVDC_LOCAL_MIN_BYTES, 0), where the lane applies; most cases use 64 KiB, test_small_ops the rest.
 constexpr size_t kLaneFloats = 16 << 10;  // 64 KiB
 
 uint64_t rounds_so_far() {
@@ -83,10 +83,10 @@ bool lane_enabled() {
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
-// kLaneFloats from hvd_mem_alloc; null (and case `name` failed) if it refused.
-float* shared_floats(Results& results, const char* name) {
+// `count` floats from hvd_mem_alloc; null (and case `name` failed) if it refused.
+float* shared_floats(Results& results, const char* name, size_t count = kLaneFloats) {
   void* shared = nullptr;
-  if (hvd_mem_alloc(kLaneFloats * sizeof(float), &shared) == HVD_SUCCESS) {
+  if (hvd_mem_alloc(count * sizeof(float), &shared) == HVD_SUCCESS) {
     return static_cast<float*>(shared);
   }
   record(results, name, false, hvd_last_error_message());
@@ -104,23 +104,24 @@ void test_wait_loops(Results& results) {
   wait_loop(results, "heap", heap.data(), heap.size(), kSteps);
 }
 
-// `ops` allreduces taking the maximum in place under `name` (so that every op after the first
-// holds the same values), odd ranks sleeping late_us before each; records whether the result is
-// right and returns the most rounds a rank took for them (-1 if they did not run).
-int64_t max_loop(Results& results, const std::string& name, int ops, int late_us) {
-  float* data = shared_floats(results, name.c_str());
+// `ops` allreduces of `count` floats taking the maximum in place under `name` (so that every op
+// after the first holds the same values), odd ranks sleeping late_us before each; records whether
+// the result is right and returns the most rounds a rank took for them (-1 if they did not run).
+int64_t max_loop(Results& results, const std::string& name, int ops, int late_us,
+                 size_t count = kLaneFloats) {
+  float* data = shared_floats(results, name.c_str(), count);
   if (data == nullptr) return -1;
-  fill(data, kLaneFloats, 0);
+  fill(data, count, 0);
   const uint64_t before = rounds_so_far();
   hvd_status_t s = HVD_SUCCESS;
   for (int op = 0; op < ops && s == HVD_SUCCESS; ++op) {
     if (late_us > 0 && hvd_rank() % 2 == 1) usleep(late_us);
-    s = allreduce_in_place(data, kLaneFloats, name, HVD_OP_MAX);
+    s = allreduce_in_place(data, count, name, HVD_OP_MAX);
   }
   const uint64_t rounds = rounds_so_far() - before;
   std::string detail = status_text(s);
   bool ok = s == HVD_SUCCESS;
-  for (size_t i = 0; ok && i < kLaneFloats; ++i) {
+  for (size_t i = 0; ok && i < count; ++i) {
     ok = data[i] == input_value(hvd_size() - 1, i, 0);
     if (!ok) detail = "element " + std::to_string(i) + ": " + std::to_string(data[i]);
   }
@@ -149,6 +150,25 @@ void record_rounds(Results& results, const std::string& name, int64_t rounds, in
 void test_lane_taken(Results& results) {
   constexpr int kOps = 500;
   record_rounds(results, "lane.taken", max_loop(results, "lane.taken", kOps, 0), kOps, kOps / 4);
+}
+
+// Small ops take the lane too: fewer elements than members (members that own no chunk), a
+// 4 KiB op, odd counts, on the heap (through the stage) and on hvd_mem_alloc buffers, each result
+// checked; and a loop of 4 KiB ops needs far fewer rounds than ops (all of them, lane off).
+void test_small_ops(Results& results) {
+  constexpr int kSteps = 100;
+  for (size_t count : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{1024}, size_t{1027}}) {
+    const std::string label = "small-" + std::to_string(count);
+    std::vector<float> heap(count);
+    wait_loop(results, (label + "-heap").c_str(), heap.data(), count, kSteps);
+    float* shared = shared_floats(results, ("lane." + label + "-mem-alloc").c_str(), count);
+    if (shared == nullptr) continue;
+    wait_loop(results, (label + "-mem-alloc").c_str(), shared, count, kSteps);
+    hvd_mem_free(shared);
+  }
+  constexpr int kOps = 500;
+  record_rounds(results, "lane.small-taken", max_loop(results, "lane.small-taken", kOps, 0, 1024),
+                kOps, kOps / 4);
 }
 
 // Odd ranks come 3 ms after the others to every op, far past the spin after which an engine
@@ -193,8 +213,8 @@ void test_other_order(Results& results) {
   record(results, "lane.other-order", ok, detail);
 }
 
-// Lane ops between collectives that never take the lane (a broadcast, a small allreduce that
-// goes with the round, an allgather): every result right, in every order.
+// Lane ops between other collectives (a broadcast, which never takes the lane, and a small
+// allreduce of another name, which does): every result right, in every order.
 void test_between_other_collectives(Results& results) {
   bool ok = true;
   std::string detail;
@@ -250,6 +270,7 @@ int run_lane_suite() {
   Results results;
   test_wait_loops(results);
   test_lane_taken(results);
+  test_small_ops(results);
   test_late_ranks(results);
   test_other_order(results);
   test_between_other_collectives(results);

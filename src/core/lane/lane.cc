@@ -55,6 +55,7 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
   posted_.request = request;  // into the storage of the last op's
   posted_.response = ctx_.spare_response();
   posted_.response = set.cache.response(slot);
+  ctx_.tracer->lane_posted(posted_.response, ctx_.rank);
   return true;
 }
 
@@ -64,7 +65,9 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
   wake_sleepers(posted_.board, posted_.ranks);
   stay_awake();
   holds_ = false;
-  if (verdict == ops::LaneVerdict::kRun) {
+  const bool run = verdict == ops::LaneVerdict::kRun;
+  ctx_.tracer->lane_decided(posted_.response, run, posted_.ranks, ctx_.rank);
+  if (run) {
     ++ctx_.stats->cache_hits;
     ++ctx_.stats->lane_collectives;
     agreed->push_front(std::move(posted_.response));
@@ -79,9 +82,14 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
 
 // A peer posted an agreement this rank will not post for, as it has other ops in flight (or the
 // same op, sent to the negotiation): void it, so that the peer's op goes to the negotiation too
-// instead of waiting for this rank's post until the peer gives up (Lane::kHoldLimit).
+// instead of waiting for this rank's post until the peer gives up (Lane::kHoldLimit). Not while a
+// round is under way here: the peer settles its post itself when it sees the round, and in the
+// usual case the peer has already finished that round (it posts only with none under way), whose
+// ops this rank is about to run; voiding then sent the peer's next op into a round of its own, and
+// with small inputs riding the rounds (no meeting after them to bring the ranks together) every
+// op after it too: at np 3, 395 rounds for 500 ops of 4 KiB.
 void Lane::answer_peers() {
-  if (holds_) return;
+  if (holds_ || ctx_.round_under_way()) return;
   for (const KnownBoard& known : known_boards_) {
     const uint64_t k = known.board->lane_next();
     // The boards' loads first: the queue's count takes its lock, every pass.
@@ -149,6 +157,7 @@ bool Lane::settle(std::deque<Response>* agreed) {
 void Lane::abandon() {
   if (!holds_) return;
   posted_.board->lane_withdraw(posted_.k);
+  ctx_.tracer->lane_decided(posted_.response, false, posted_.ranks, ctx_.rank);
   wake_sleepers(posted_.board, posted_.ranks);
   stay_awake();
   holds_ = false;

@@ -25,6 +25,7 @@
 #include "core/message.h"
 #include "core/set_state.h"
 #include "core/tensor_queue.h"
+#include "core/tracing/tracer.h"
 #include "ops/lane.h"
 #include "transport/transport.h"
 
@@ -37,14 +38,17 @@ struct LaneContext {
   TensorQueue* queue = nullptr;
   EngineStats* stats = nullptr;
   ExecutionStage* stage = nullptr;  // idle(), and the sets' boards
+  Tracer* tracer = nullptr;         // the timeline's negotiation and op spans
   // Hands a voided op to the negotiation (Negotiation::report).
   std::function<void(Request)> report;
   // An executed response's storage, for the next (Negotiation::spare_response).
   std::function<Response()> spare_response;
   std::function<bool()> joined;      // this rank has joined (hvd_join): it takes no lane
   std::function<bool()> round_open;  // a round is under way: the op goes into it
-  size_t min_bytes = 16 << 10;       // HVDC_LOCAL_MIN_BYTES: smaller ops do not meet on the board
-  bool enabled = true;               // HVDC_LANE
+  // The same as far as the last look at the transport knows (Negotiation::round_under_way).
+  std::function<bool()> round_under_way;
+  size_t min_bytes = 0;  // HVDC_LOCAL_MIN_BYTES: smaller ops do not meet on the board
+  bool enabled = true;   // HVDC_LANE
 };
 
 class Lane {

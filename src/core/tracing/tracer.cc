@@ -62,16 +62,39 @@ void Tracer::cached_negotiation(const ResponseCache& cache,
   }
 }
 
+void Tracer::queue_one(const Response& response) {
+  if (!traced(response)) return;
+  for (const std::string& name : response.names) {
+    timeline_->op_start(name, op_type_name(response.op_type));
+    timeline_->activity_start(name, "QUEUE");
+  }
+}
+
 void Tracer::queued(const std::vector<Response>& responses) {
   if (!tracing()) return;
   if (mark_cycles_) timeline_->mark_cycle();
-  for (const Response& r : responses) {
-    if (!traced(r)) continue;
-    for (const std::string& name : r.names) {
-      timeline_->op_start(name, op_type_name(r.op_type));
-      timeline_->activity_start(name, "QUEUE");
+  for (const Response& r : responses) queue_one(r);
+}
+
+void Tracer::lane_posted(const Response& cached, int rank) {
+  if (!tracing() || !traced(cached)) return;
+  timeline_->negotiate_start(cached.names[0], op_type_name(cached.op_type));
+  timeline_->negotiate_rank_ready(cached.names[0], rank);
+}
+
+void Tracer::lane_decided(const Response& cached, bool run, const std::vector<int>& ranks,
+                          int rank) {
+  if (!tracing() || !traced(cached)) return;
+  const std::string& name = cached.names[0];
+  if (run) {
+    for (int r : ranks) {
+      if (r != rank) timeline_->negotiate_rank_ready(name, r);
     }
   }
+  timeline_->negotiate_end(name);
+  if (!run) return;
+  if (mark_cycles_) timeline_->mark_cycle();
+  queue_one(cached);
 }
 
 void Tracer::execute(const Response& response, bool begin) {

@@ -35,6 +35,12 @@ class Tracer {
                           const std::vector<std::unique_ptr<RoundMessage>>& messages,
                           const std::vector<uint64_t>& hits);
   void queued(const std::vector<Response>& responses);
+  // A cached op agreed on its set's board instead (the lane, core/lane/lane.h): its negotiation
+  // span starts when this rank posts it, with this rank's tick, and ends when it is decided. On
+  // a run every member posted (a tick each) and the op is queued as after a round; on a void the
+  // span just ends, and the round that then agrees on the op records its own.
+  void lane_posted(const Response& cached, int rank);
+  void lane_decided(const Response& cached, bool run, const std::vector<int>& ranks, int rank);
   // The transport phase of an executed response: its start (begin) and end.
   void execute(const Response& response, bool begin);
   void done(const Response& response, const std::vector<TensorEntry>& entries);
@@ -43,6 +49,7 @@ class Tracer {
 
  private:
   bool tracing() const;
+  void queue_one(const Response& response);  // its op span and QUEUE, if traced
 
   const bool mark_cycles_;
   std::unique_ptr<Timeline> timeline_;

@@ -45,7 +45,7 @@ struct LocalAccess {
   // HVDC_PEER_READS=0 makes this rank refuse: every set it is in falls back to the transport.
   bool reads_allowed = true;
   // Allreduces from this size on read local peers in place (HVDC_LOCAL_MIN_BYTES).
-  size_t min_bytes = 16 << 10;
+  size_t min_bytes = 0;
   memory::PeerRegions regions;
   std::map<std::vector<int>, SetAccess> sets;  // by member ranks
   bool fallback_logged = false;
