@@ -136,9 +136,10 @@ const std::vector<Knob>& knob_registry() {
        "memory, which then need no exchange of their own; 0 never (docs/engine.md)."},
       {"HVDC_SMALL_ALLREDUCE_BYTES", nullptr, -1, true, "65536", parse_non_negative,
        "Allreduces up to this size use the low-latency algorithm instead of the ring."},
-      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "0", parse_non_negative,
+      {"HVDC_LOCAL_MIN_BYTES", nullptr, -1, true, "16384", parse_non_negative,
        "Allreduces of host memory among ranks of one host read and write the peers' buffers in "
-       "place from this size on (docs/memory.md)."},
+       "place from this size on, and lone cached ones agreed on the lane at any size "
+       "(docs/memory.md)."},
       {"HVDC_LOCAL_STAGE_BYTES", nullptr, -1, true, "16777216", parse_non_negative,
        "Those allreduces on heap buffers go through a region of this rank's that the peers map, "
        "instead of through the kernel, where the op (or the window of a larger op) is no larger "

@@ -89,6 +89,7 @@ std::map<int32_t, std::unique_ptr<ops::Backend>> backends_for(const EngineConfig
   options.cross_host_segment_bytes = cross_host_segment_bytes;
   options.deterministic = config.deterministic;
   options.local_min_bytes = config.local_min_bytes;
+  options.lane = config.lane;
   options.peer_reads = config.peer_reads;
   options.hierarchical = config.hierarchical;
   options.local_stage_bytes = config.local_stage_bytes;
@@ -271,7 +272,6 @@ void Engine::start_collaborators() {
   lane.joined = [this] { return negotiation_->joined(); };
   lane.round_open = [this] { return negotiation_->round_open(); };
   lane.round_under_way = [this] { return negotiation_->round_under_way(); };
-  lane.min_bytes = config_.local_min_bytes;
   lane.enabled = config_.lane;  // a set refusing peer reads never opens its boards
   lane_ = std::make_unique<Lane>(std::move(lane));
 }

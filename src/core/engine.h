@@ -43,7 +43,7 @@ struct EngineConfig {
   size_t segment_bytes = 256 << 10;
   size_t tcp_segment_bytes = 56 << 10;  // HVDC_TCP_SEGMENT_BYTES
   size_t round_input_bytes = 4 << 10;   // HVDC_ROUND_INPUT_BYTES
-  size_t local_min_bytes = 0;           // HVDC_LOCAL_MIN_BYTES
+  size_t local_min_bytes = 16 << 10;    // HVDC_LOCAL_MIN_BYTES
   size_t local_stage_bytes = 16 << 20;  // HVDC_LOCAL_STAGE_BYTES
   bool peer_reads = true;               // HVDC_PEER_READS
   bool lane = true;                     // HVDC_LANE (lane/lane.h)

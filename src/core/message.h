@@ -91,6 +91,9 @@ struct Response : OpParams {
   std::vector<int64_t> counts;  // elements of each named tensor (allreduce)
   // Not on the wire: every member's input, when they came with the round (null: they did not).
   std::shared_ptr<RoundInputs> inputs;
+  // Not on the wire: agreed on the lane (lane/lane.h), by every member alike, which reduces it in
+  // place among the ranks of one host whatever its size (HVDC_LOCAL_MIN_BYTES is for the others).
+  bool lane = false;
 };
 
 // Bytes an allreduce response moves per rank (its fused size).

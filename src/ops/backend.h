@@ -86,6 +86,8 @@ struct CollectiveArgs {
   // Allreduce: (*member_inputs)[t][m] is member m's input of tensor t, already here (it came
   // with the negotiation round); the backend reduces them and exchanges nothing. Null: not here.
   const std::vector<std::vector<const char*>>* member_inputs = nullptr;
+  // Allreduce: agreed on the lane (core/lane/lane.h) by every member: in place at any size.
+  bool lane = false;
   Group group;
   // Marks the start (true) and end (false) of a phase for the timeline; may be empty.
   std::function<void(const char* phase, bool begin)> trace;
@@ -105,10 +107,11 @@ struct BackendOptions {
   size_t segment_bytes = 256 << 10;         // host pipelines: bytes per segment
   size_t cross_host_segment_bytes = 0;      // ... in a group across hosts; 0: segment_bytes
   bool deterministic = false;               // reduce in member order whatever the sizes
-  size_t local_min_bytes = 0;               // host allreduce on one host: in place from this size
+  size_t local_min_bytes = 16 << 10;        // host allreduce on one host: in place from this size
   size_t local_stage_bytes = 512 << 10;     // ... and staged through a mapped region up to this
   bool peer_reads = true;                   // this rank may read local peers' memory
   bool hierarchical = true;                 // host allreduce across hosts: local steps first
+  bool lane = true;                         // HVDC_LANE: sets open their boards on a first op
 };
 
 class Backend {

@@ -12,6 +12,9 @@ namespace hvdc::ops {
 
 enum class LaneVerdict { kUndecided, kRun, kVoid };
 
+// Sets of up to this many members take the lane: lane_sleepers() names them in one word.
+constexpr int kLaneMaxMembers = 64;
+
 class LaneBoard {
  public:
   virtual ~LaneBoard() = default;

@@ -8,7 +8,7 @@ balanced B/E spans: NEGOTIATE_<OP> with one tick per rank, then <OP> with QUEUE 
 phase nested, ending with dtype and shape args; the cached steps of tl.a negotiate through the
 cache (on one host: on the set's board, the lane) with a tick per rank too. The fused group shows
 MEMCPY_IN/OUT_FUSION_BUFFER where it goes through the transport (HVDC_LOCAL_MIN_BYTES above its
-3200 bytes), and where it is reduced in place among the ranks of one host (the default), an op span
+3200 bytes, the default), and where it is reduced in place among the ranks of one host, an op span
 with the transport phase per tensor and no fusion buffer. The second file (from
 hvd_timeline_start) holds tl.second and nothing from before the switch.
 """
@@ -56,8 +56,8 @@ def check(failures, ok, what):
 
 def main(run_mpi, np, program, outdir):
     np = int(np)
-    in_place = int(os.environ.get("HVDC_LOCAL_MIN_BYTES", "0")) <= 3200
-    tag = "" if in_place else "-transport"
+    in_place = int(os.environ.get("HVDC_LOCAL_MIN_BYTES", "16384")) <= 3200
+    tag = "-in-place" if in_place else ""
     first = os.path.join(outdir, "timeline-np%d%s.json" % (np, tag))
     second = os.path.join(outdir, "timeline-np%d%s-second.json" % (np, tag))
     for p in (first, second):

@@ -19,8 +19,8 @@
 namespace hvdc_test {
 namespace {
 
-// An allreduce of one host's ranks of any size meets on the board (the default
-// HVDC_LOCAL_MIN_BYTES, 0), where the lane applies; most cases use 64 KiB, test_small_ops the rest.
+// The lane takes an allreduce of one host's ranks of any size, and runs it in place whatever
+// HVDC_LOCAL_MIN_BYTES says; most cases use 64 KiB, test_small_ops the rest.
 constexpr size_t kLaneFloats = 16 << 10;  // 64 KiB
 
 uint64_t rounds_so_far() {
@@ -214,7 +214,7 @@ void test_other_order(Results& results) {
 }
 
 // Lane ops between other collectives (a broadcast, which never takes the lane, and a small
-// allreduce of another name, which does): every result right, in every order.
+// allreduce of another name, which takes it too): every result right, in every order.
 void test_between_other_collectives(Results& results) {
   bool ok = true;
   std::string detail;
@@ -268,9 +268,11 @@ int run_lane_suite() {
     return 1;
   }
   Results results;
+  // Small ops first: the lane must start on a set whose ops were all below HVDC_LOCAL_MIN_BYTES
+  // (its first op opens the board).
+  test_small_ops(results);
   test_wait_loops(results);
   test_lane_taken(results);
-  test_small_ops(results);
   test_late_ranks(results);
   test_other_order(results);
   test_between_other_collectives(results);

@@ -93,7 +93,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(s.get_int("HVDC_SMALL_ALLREDUCE_BYTES"), 65536);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
   EXPECT_EQ(s.get_int("HVDC_TCP_SEGMENT_BYTES"), 57344);
-  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 0);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 16384);
   EXPECT_EQ(s.get_int("HVDC_LOCAL_STAGE_BYTES"), 16777216);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
   EXPECT_EQ(s.get_int("HVDC_ROUND_INPUT_BYTES"), 4096);
@@ -264,7 +264,7 @@ TEST_F(ConfigTest, FailureLeavesOutputUntouched) {
   EXPECT_FALSE(Settings::resolve({}, &s).is_ok());
   EXPECT_EQ(s.get_int("HVDC_SPIN_MICROS"), 9);
   EXPECT_EQ(s.get_int("HVDC_SEGMENT_BYTES"), 262144);
-  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 0);
+  EXPECT_EQ(s.get_int("HVDC_LOCAL_MIN_BYTES"), 16384);
   EXPECT_EQ(s.get_int("HVDC_LOCAL_STAGE_BYTES"), 16777216);
   EXPECT_EQ(s.get_int("HVDC_PEER_READS"), 1);
 }

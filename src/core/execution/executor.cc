@@ -165,6 +165,7 @@ Status Executor::describe(Running& running, const ops::Group& group,
     if (i < response.counts.size()) t.count = response.counts[i];
   }
   op.member_inputs = response.inputs ? &response.inputs->members : nullptr;
+  op.lane = response.lane;
   op.group = group;
   return Status::ok();
 }

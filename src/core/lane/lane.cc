@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/dtype.h"
 #include "transport/tag.h"
 
 namespace hvdc::core {
@@ -16,10 +15,13 @@ void lane_signature(uint32_t slot, uint64_t set_ops, std::string* out) {
 }
 
 bool Lane::eligible(const SetState& set, const Request& r) const {
-  // Up to 64 members: lane_sleepers() names them in one word.
-  if (!ctx_.enabled || reporting_ || holds_ || set.size() < 2 || set.size() > 64) return false;
-  if (r.op_type != OpType::kAllreduce || r.device_type != HVD_DEVICE_CPU) return false;
-  return element_count(r.shape) * common::dtype_size(r.dtype) >= ctx_.min_bytes;
+  if (!ctx_.enabled || reporting_ || holds_ || set.size() < 2 ||
+      set.size() > ops::kLaneMaxMembers) {
+    return false;
+  }
+  // Any size: the op then runs in place among the members (Response::lane), which meet on
+  // their board for it anyway.
+  return r.op_type == OpType::kAllreduce && r.device_type == HVD_DEVICE_CPU;
 }
 
 ops::LaneBoard* Lane::board_of(const SetState& set) {
@@ -70,6 +72,7 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
   if (run) {
     ++ctx_.stats->cache_hits;
     ++ctx_.stats->lane_collectives;
+    posted_.response.lane = true;
     agreed->push_front(std::move(posted_.response));
     return true;
   }
@@ -82,14 +85,15 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
 
 // A peer posted an agreement this rank will not post for, as it has other ops in flight (or the
 // same op, sent to the negotiation): void it, so that the peer's op goes to the negotiation too
-// instead of waiting for this rank's post until the peer gives up (Lane::kHoldLimit). Not while a
-// round is under way here: the peer settles its post itself when it sees the round, and in the
-// usual case the peer has already finished that round (it posts only with none under way), whose
-// ops this rank is about to run; voiding then sent the peer's next op into a round of its own, and
-// with small inputs riding the rounds (no meeting after them to bring the ranks together) every
-// op after it too: at np 3, 395 rounds for 500 ops of 4 KiB.
-void Lane::answer_peers() {
-  if (holds_ || ctx_.round_under_way()) return;
+// instead of waiting for this rank's post until the peer gives up (Lane::kHoldLimit). Only once
+// this rank's ops in flight all wait for agreement: not while a round is under way here (the peer
+// settles its post itself when it sees the round) nor while agreed ops wait to run or run here
+// (they need nothing more of the peer, which posts only with none of its own left, and this
+// rank may post the same op next). Voiding then sent the peer's next op into a round of its own,
+// and with small inputs riding the rounds (no meeting after them to bring the ranks together)
+// every op after it too: at np 3, 395 rounds for 500 ops of 4 KiB.
+void Lane::answer_peers(const std::deque<Response>& agreed) {
+  if (holds_ || ctx_.round_under_way() || !agreed.empty() || !ctx_.stage->idle()) return;
   for (const KnownBoard& known : known_boards_) {
     const uint64_t k = known.board->lane_next();
     // The boards' loads first: the queue's count takes its lock, every pass.
@@ -145,7 +149,7 @@ bool Lane::take_wakes() {
 
 bool Lane::progress(std::deque<Response>* agreed) {
   if (holds_) return act_on(posted_.board->lane_decide(posted_.k), agreed);
-  answer_peers();
+  answer_peers(*agreed);
   return false;
 }
 

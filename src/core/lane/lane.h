@@ -47,8 +47,7 @@ struct LaneContext {
   std::function<bool()> round_open;  // a round is under way: the op goes into it
   // The same as far as the last look at the transport knows (Negotiation::round_under_way).
   std::function<bool()> round_under_way;
-  size_t min_bytes = 0;  // HVDC_LOCAL_MIN_BYTES: smaller ops do not meet on the board
-  bool enabled = true;   // HVDC_LANE
+  bool enabled = true;  // HVDC_LANE
 };
 
 class Lane {
@@ -98,7 +97,7 @@ class Lane {
   bool eligible(const SetState& set, const Request& request) const;
   ops::LaneBoard* board_of(const SetState& set);
   bool act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed);
-  void answer_peers();
+  void answer_peers(const std::deque<Response>& agreed);
   // After a decision: the members asleep with a post on `board` are woken.
   void wake_sleepers(ops::LaneBoard* board, const std::vector<int>& ranks);
   void stay_awake();

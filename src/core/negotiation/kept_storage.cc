@@ -94,6 +94,7 @@ Response Negotiation::spare_response() {
 void Negotiation::recycle_response(Response response) {
   if (spare_responses_.size() >= kKeptResponses) return;
   response.inputs.reset();  // their buffers go back to spare_round_inputs()
+  response.lane = false;    // a spare is assigned whole, but not a moved-from one's flag
   spare_responses_.push_back(std::move(response));
 }
 

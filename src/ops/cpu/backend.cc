@@ -24,6 +24,7 @@ size_t element_count(const std::vector<int64_t>& shape, size_t from) {
 
 CpuBackend::CpuBackend(const BackendOptions& options) : options_(options) {
   local_.min_bytes = options.local_min_bytes;
+  local_.lane = options.lane;
   local_.reads_allowed = options.peer_reads;
   local_.stage_max_bytes = options.local_stage_bytes;
 }
@@ -72,6 +73,7 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
   comm.scratch = &scratch_;
   comm.staging = &staging_;
   comm.deterministic = options_.deterministic;
+  comm.lane = op.lane;
   comm.segment_bytes = options_.segment_bytes;
   comm.host_segment_bytes = options_.segment_bytes;
   if (!op.group.hosts.empty() && options_.cross_host_segment_bytes != 0) {

@@ -41,6 +41,8 @@ struct Comm {
   size_t small_bytes = 64 << 10;
   // Reduce every element in member order, whatever the size, fusion and segment layout.
   bool deterministic = false;
+  // An op agreed on the lane: in place among the ranks of one host whatever its size.
+  bool lane = false;
   // Marks the start (true) and end (false) of a phase such as "MEMCPY_IN_FUSION_BUFFER" for
   // the timeline; may be empty.
   std::function<void(const char* phase, bool begin)> trace;

@@ -3,6 +3,7 @@
 #include "common/dtype.h"
 #include "ops/cpu/integer_average.h"
 #include "ops/cpu/local/local_access.h"
+#include "ops/lane.h"
 
 namespace hvdc::ops::cpu {
 namespace {
@@ -47,7 +48,14 @@ Status allreduce(Comm& comm, const Pieces& in, const Pieces& out, const ReduceSp
   // One member, nothing to reduce, or an integer average (it widens first and comes back here)
   // need no algorithm of their own.
   const bool settled = integer_average || comm.size() == 1 || bytes == 0;
-  if (settled || comm.local == nullptr || bytes < comm.local->min_bytes) {
+  // Below HVDC_LOCAL_MIN_BYTES the transport's direct algorithm, except for an op agreed on the
+  // lane (its members meet on their board for it anyway, and every one knows it came that way)
+  // and the first allreduce of a set the lane can take, which opens that board: every member
+  // runs the same first op of a set, so all choose alike.
+  const bool small = comm.local != nullptr && bytes < comm.local->min_bytes && !comm.lane &&
+                     (!comm.local->lane || comm.size() > kLaneMaxMembers ||
+                      comm.local->sets[comm.members].first_op_done);
+  if (settled || comm.local == nullptr || small) {
     return allreduce_elsewhere(comm, in, out, spec, integer_average, settled);
   }
   size_t done = 0;

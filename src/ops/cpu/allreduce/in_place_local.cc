@@ -565,6 +565,7 @@ Status allreduce_in_place_local(Comm& comm, const Pieces& in, const Pieces& out,
   LocalAccess& access = *comm.local;
   // Looked up once per op: the set's verdicts, board and description live here.
   SetAccess& set = access.sets[comm.members];
+  set.first_op_done = true;
   if (set.cma == Verdict::kRefused && set.mapping == Verdict::kRefused) return Status::ok();
   const size_t bytes = out.bytes();
   // Windows pay off where a member copies through its stage, which holds one window, so that

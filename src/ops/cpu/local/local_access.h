@@ -25,6 +25,9 @@ struct SetAccess {
   // The members' notices in shared memory (board.h), once created; none where that failed.
   std::unique_ptr<Board> board;
   bool board_failed = false;
+  // The set's first allreduce went in place whatever its size: it opens the board, on which the
+  // lane (core/lane/lane.h) agrees on the small ops that come after it.
+  bool first_op_done = false;
   std::string description;  // this member's, encoded for the op in progress
   // A set runs the same buffers op after op: what the last op on the board described and
   // opened is reused while it still holds (in_place_local.cc).
@@ -44,8 +47,12 @@ struct SetAccess {
 struct LocalAccess {
   // HVDC_PEER_READS=0 makes this rank refuse: every set it is in falls back to the transport.
   bool reads_allowed = true;
-  // Allreduces from this size on read local peers in place (HVDC_LOCAL_MIN_BYTES).
-  size_t min_bytes = 0;
+  // Allreduces from this size on read local peers in place (HVDC_LOCAL_MIN_BYTES), and those
+  // agreed on the lane at any size (Comm::lane).
+  size_t min_bytes = 16 << 10;
+  // HVDC_LANE: a set's first allreduce goes in place whatever its size, to open the board the
+  // lane agrees on (the same on every rank, as init checks).
+  bool lane = true;
   memory::PeerRegions regions;
   std::map<std::vector<int>, SetAccess> sets;  // by member ranks
   bool fallback_logged = false;
