@@ -280,7 +280,7 @@ Engine::~Engine() {
   if (thread_.joinable()) shutdown();
 }
 
-Status Engine::enqueue(TensorEntry entry) {
+Status Engine::enqueue(TensorEntry&& entry) {
   note_engine_thread_only(entry);
   return queue_.push(std::move(entry));
 }

@@ -81,7 +81,7 @@ class Engine {
   int spin_micros() const { return config_.spin_micros; }
 
   // Any thread. Fails at once on a duplicate in-flight name or after termination.
-  Status enqueue(TensorEntry entry);
+  Status enqueue(TensorEntry&& entry);
   // All or none (a grouped submission).
   Status enqueue_group(std::vector<TensorEntry> entries);
   // "<op>.noname.<N>", N counting this engine's unnamed calls of that op in that process set

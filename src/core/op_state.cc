@@ -57,6 +57,9 @@ bool OpState::output(hvd_tensor_t* out) const {
 }
 
 common::Status OpState::result() const {
+  // complete() writes the status before it stores done_ (release): once done() has seen it
+  // (acquire), the status is there to read without the lock.
+  if (done()) return status_;
   std::lock_guard<std::mutex> lock(mutex_);
   return status_;
 }

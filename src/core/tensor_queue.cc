@@ -23,11 +23,12 @@ TensorQueue::~TensorQueue() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-Status TensorQueue::push(TensorEntry entry) {
+Status TensorQueue::push(TensorEntry&& entry) {
   {
+    Key key = key_of(entry.request);
     std::lock_guard<std::mutex> lock(mutex_);
-    HVDC_RETURN_IF_ERROR(check_push_locked(key_of(entry.request)));
-    insert_locked(std::move(entry));
+    HVDC_RETURN_IF_ERROR(check_push_locked(key));
+    insert_locked(std::move(key), std::move(entry));
   }
   wake_if_sleeping();
   return Status::ok();
@@ -43,7 +44,7 @@ Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
         if (key_of(entries[j].request) == key) return duplicate(key);
       }
     }
-    for (TensorEntry& entry : entries) insert_locked(std::move(entry));
+    for (TensorEntry& entry : entries) insert_locked(key_of(entry.request), std::move(entry));
   }
   wake_if_sleeping();
   return Status::ok();
@@ -63,12 +64,12 @@ Status TensorQueue::check_push_locked(const Key& key) const {
   return entries_.count(key) != 0 ? duplicate(key) : Status::ok();
 }
 
-void TensorQueue::insert_locked(TensorEntry entry) {
+void TensorQueue::insert_locked(Key&& key, TensorEntry&& entry) {
   entry.submitted = std::chrono::steady_clock::now();
-  Key key = key_of(entry.request);
   fresh_.push_back(key);
   fresh_waiting_.store(true);
   entries_.emplace(std::move(key), std::move(entry));
+  in_flight_.store(entries_.size(), std::memory_order_relaxed);
 }
 
 size_t TensorQueue::pop_new(std::vector<Request>* out) {
@@ -107,6 +108,7 @@ bool TensorQueue::take(int32_t process_set, const std::string& name, TensorEntry
   if (it == entries_.end()) return false;
   *out = std::move(it->second);
   entries_.erase(it);
+  in_flight_.store(entries_.size(), std::memory_order_relaxed);
   return true;
 }
 
@@ -121,6 +123,7 @@ std::vector<TensorEntry> TensorQueue::take_set(int32_t process_set) {
     out.push_back(std::move(it->second));
     it = entries_.erase(it);
   }
+  in_flight_.store(entries_.size(), std::memory_order_relaxed);
   return out;
 }
 
@@ -133,6 +136,7 @@ std::vector<TensorEntry> TensorQueue::close(const common::Status& status) {
   std::vector<TensorEntry> out;
   for (auto& [key, entry] : entries_) out.push_back(std::move(entry));
   entries_.clear();
+  in_flight_.store(0, std::memory_order_relaxed);
   fresh_.clear();
   fresh_waiting_.store(false);
   return out;
@@ -186,8 +190,7 @@ bool TensorQueue::oldest_submitted(std::chrono::steady_clock::time_point* out) c
 }
 
 size_t TensorQueue::in_flight() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return entries_.size();
+  return in_flight_.load(std::memory_order_relaxed);
 }
 
 }  // namespace hvdc::core

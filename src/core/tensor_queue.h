@@ -56,7 +56,7 @@ class TensorQueue {
   TensorQueue& operator=(const TensorQueue&) = delete;
 
   // Fails with HVD_ERR_DUPLICATE_NAME, or with the closing status once close() was called.
-  Status push(TensorEntry entry);
+  Status push(TensorEntry&& entry);
   // Pushes all entries or none (a grouped submission).
   Status push_group(std::vector<TensorEntry> entries);
   // Requests pushed since the last call, in push order: the first N of *out, N returned. The
@@ -83,6 +83,8 @@ class TensorQueue {
   bool begin_sleep();
   // After the sleep: pushes stop writing, and wake_fd is drained.
   void end_sleep();
+  // Ops pushed and not yet taken, read without the lock: a push on another thread may show a
+  // moment after it returns, which callers already allow for (it could come just after the call).
   size_t in_flight() const;
   // Every op in flight, oldest first.
   std::vector<PendingOp> snapshot() const;
@@ -99,7 +101,7 @@ class TensorQueue {
   static Key key_of(const Request& r) { return {r.process_set, r.name}; }
   static Status duplicate(const Key& key);
   Status check_push_locked(const Key& key) const;  // closed, or name in flight
-  void insert_locked(TensorEntry entry);
+  void insert_locked(Key&& key, TensorEntry&& entry);
   void wake_if_sleeping();  // after a push
 
   mutable std::mutex mutex_;
@@ -113,6 +115,7 @@ class TensorQueue {
   // sees the other's store, so a push never leaves the engine asleep with a request waiting.
   std::atomic<bool> fresh_waiting_{false};  // fresh_ is not empty (written under mutex_)
   std::atomic<bool> sleeping_{false};
+  std::atomic<size_t> in_flight_{0};  // entries_.size(), stored under mutex_
 };
 
 }  // namespace hvdc::core

@@ -57,7 +57,7 @@ class ExecutorTest : public ::testing::Test {
   void start(const Response& response, std::vector<TensorEntry> entries, bool joined = false) {
     hvdc::ops::Group group;
     group.members = {0, 1};
-    executor_.start(response, std::move(entries), group, joined, nullptr);
+    executor_.start(Response(response), std::move(entries), group, joined, nullptr);
   }
 
   static std::vector<std::string> names_of(const std::vector<FinishedOp>& ops) {

@@ -81,17 +81,25 @@ Executor::Executor(std::map<int32_t, std::unique_ptr<ops::Backend>> backends)
 
 Executor::~Executor() = default;
 
-void Executor::start(Response response, std::vector<TensorEntry> entries, const ops::Group& group,
-                     bool joined, std::function<void(const char*, bool)> trace) {
-  running_.push_back(
-      Running{FinishedOp{std::move(response), std::move(entries), Status::ok()}, nullptr});
+void Executor::start(Response&& response, std::vector<TensorEntry>&& entries,
+                     const ops::Group& group, bool joined,
+                     std::function<void(const char*, bool)>&& trace) {
+  // A node of a finished op is reused: each holds a whole response, and a queue that allocated
+  // one per op (std::deque's node for so large an element) cost every small op an allocation.
+  if (spare_.empty()) {
+    running_.emplace_back();
+  } else {
+    running_.splice(running_.end(), spare_, spare_.begin());
+  }
   Running& running = running_.back();
+  running.op.response = std::move(response);
+  running.op.entries = std::move(entries);
   running.op.status = launch(running, group, joined, std::move(trace));
   if (!running.op.status.is_ok()) running.pending.reset();
 }
 
 Status Executor::launch(Running& running, const ops::Group& group, bool joined,
-                        std::function<void(const char*, bool)> trace) {
+                        std::function<void(const char*, bool)>&& trace) {
   const Response& response = running.op.response;
   const std::vector<TensorEntry>& entries = running.op.entries;
   const bool joined_allreduce =
@@ -177,7 +185,7 @@ void Executor::poll(std::vector<FinishedOp>* finished) {
   }
   while (!running_.empty() && !running_.front().pending) {
     finished->push_back(std::move(running_.front().op));
-    running_.pop_front();
+    spare_.splice(spare_.end(), running_, running_.begin());
   }
 }
 

@@ -4,8 +4,8 @@
 // finished ones come back in that order too.
 #pragma once
 
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <vector>
@@ -35,8 +35,8 @@ class Executor {
   // order) among `group`. `joined`: this rank called hvd_join and contributes zeros for the
   // allreduce tensors it lacks. A collective that cannot start, or that finishes at once, is
   // finished here, and comes back from the next poll() all the same.
-  void start(Response response, std::vector<TensorEntry> entries, const ops::Group& group,
-             bool joined, std::function<void(const char*, bool)> trace);
+  void start(Response&& response, std::vector<TensorEntry>&& entries, const ops::Group& group,
+             bool joined, std::function<void(const char*, bool)>&& trace);
   // Replaces *finished with the collectives finished since the last call, in start order (a
   // later one that finished waits for the earlier ones). Never blocks. The caller keeps the
   // vector between calls, so that a warm step's poll allocates nothing.
@@ -58,12 +58,13 @@ class Executor {
     std::unique_ptr<ops::PendingCollective> pending;  // null once finished
   };
   Status launch(Running& running, const ops::Group& group, bool joined,
-                std::function<void(const char*, bool)> trace);
+                std::function<void(const char*, bool)>&& trace);
   // What the backend is told of the op, into `op`'s storage.
   Status describe(Running& running, const ops::Group& group, ops::CollectiveArgs* op) const;
 
   std::map<int32_t, std::unique_ptr<ops::Backend>> backends_;
-  std::deque<Running> running_;
+  std::list<Running> running_;  // oldest first
+  std::list<Running> spare_;    // finished ones' nodes, for the next starts
   // The last op's arguments, kept for their storage (a warm op's launch allocates nothing);
   // a launch from inside a backend's start() (none does) would use its own.
   ops::CollectiveArgs args_;

@@ -36,7 +36,7 @@ bool ExecutionStage::execute(std::deque<Response>* agreed) {
   return true;
 }
 
-void ExecutionStage::execute_one(Response response) {
+void ExecutionStage::execute_one(Response&& response) {
   SetState* set = ctx_.sets->member(response.process_set);
   // Gone: destroyed earlier in this order on every member, which failed its pending ops.
   if (set == nullptr) return;
@@ -111,7 +111,7 @@ bool ExecutionStage::finish_executed() {
   return any;
 }
 
-void ExecutionStage::finish(FinishedOp op) {
+void ExecutionStage::finish(FinishedOp&& op) {
   const Response& response = op.response;
   Status st = op.status;
   ctx_.tracer->execute(response, false);

@@ -62,8 +62,8 @@ class ExecutionStage {
   const SetState* starting() const { return starting_; }
 
  private:
-  void execute_one(Response response);
-  void finish(FinishedOp op);
+  void execute_one(Response&& response);
+  void finish(FinishedOp&& op);
   void count_executed(const Response& response);
   Status execute_here(const Response& response, std::vector<TensorEntry>& entries);
   // Into *out's storage (the last op's group, say).

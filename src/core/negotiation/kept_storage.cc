@@ -91,7 +91,7 @@ Response Negotiation::spare_response() {
   return spare;
 }
 
-void Negotiation::recycle_response(Response response) {
+void Negotiation::recycle_response(Response&& response) {
   if (spare_responses_.size() >= kKeptResponses) return;
   response.inputs.reset();  // their buffers go back to spare_round_inputs()
   response.lane = false;    // a spare is assigned whole, but not a moved-from one's flag

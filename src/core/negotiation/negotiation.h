@@ -96,7 +96,7 @@ class Negotiation {
   // go to its coordinator now.
   void release_early_requests();
   // An executed response, whose storage the next cached ones reuse (kept_storage.cc).
-  void recycle_response(Response response);
+  void recycle_response(Response&& response);
   // Such storage (an empty response where none is kept).
   Response spare_response();
   // hvd_join was called here and its join has not completed: this rank contributes zeros.

@@ -88,10 +88,10 @@ Comm CpuBackend::make_comm(const CollectiveArgs& op) {
 
 // Each tensor's buffer (its output, holding the prescaled input); a joined rank that has no
 // tensor of a name contributes zeros of the agreed size.
-std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
+Pieces CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
   const size_t esize = common::dtype_size(op.dtype);
-  std::vector<Piece> pieces;
-  pieces.reserve(op.tensors.size());
+  std::vector<Piece>& pieces = pieces_in_;
+  pieces.clear();
   join_zeros_.clear();
   for (const TensorArgs& tensor : op.tensors) {
     const size_t count = static_cast<size_t>(tensor.count);
@@ -107,7 +107,7 @@ std::vector<Piece> CpuBackend::allreduce_pieces(const CollectiveArgs& op) {
       pieces.push_back({join_zeros_.back().data(), count * esize});
     }
   }
-  return pieces;
+  return Pieces(pieces.data(), pieces.size());
 }
 
 // Out of place without a prescale, every tensor's input and output as two views of one layout,
@@ -123,8 +123,8 @@ bool separate_views(const CollectiveArgs& op, std::vector<Piece>* in, std::vecto
     const char* b = static_cast<const char*>(tensor.output);
     if (b == nullptr || (n > 0 && a < b + n && b < a + n)) return false;
   }
-  in->reserve(op.tensors.size());
-  out->reserve(op.tensors.size());
+  in->clear();
+  out->clear();
   for (const TensorArgs& tensor : op.tensors) {
     const size_t n = static_cast<size_t>(tensor.count) * esize;
     in->push_back({static_cast<char*>(const_cast<void*>(tensor.input)), n});
@@ -143,14 +143,14 @@ Status CpuBackend::run_allreduce(const CollectiveArgs& op) {
   comm.trace = op.trace;
   // Every member makes the same choice of algorithm inside allreduce(): whether a member's own
   // tensors are in place or it has joined only changes its views.
-  std::vector<Piece> in, out;
   Status st;
   if (op.member_inputs != nullptr) {
     st = run_allreduce_of_inputs(comm, op, spec);
-  } else if (separate_views(op, &in, &out)) {
-    st = allreduce(comm, Pieces(std::move(in)), Pieces(std::move(out)), spec);
+  } else if (separate_views(op, &pieces_in_, &pieces_out_)) {
+    st = allreduce(comm, Pieces(pieces_in_.data(), pieces_in_.size()),
+                   Pieces(pieces_out_.data(), pieces_out_.size()), spec);
   } else {
-    const Pieces buf(allreduce_pieces(op));
+    const Pieces buf = allreduce_pieces(op);
     st = allreduce(comm, buf, buf, spec);
   }
   if (st.is_ok()) return st;

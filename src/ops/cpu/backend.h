@@ -23,7 +23,8 @@ class CpuBackend : public Backend {
   Comm make_comm(const CollectiveArgs& op);
   Status run_allreduce(const CollectiveArgs& op);
   Status run_allreduce_of_inputs(Comm& comm, const CollectiveArgs& op, const ReduceSpec& spec);
-  std::vector<Piece> allreduce_pieces(const CollectiveArgs& op);
+  // Each tensor's buffer as one view (pieces_in_ holds them).
+  Pieces allreduce_pieces(const CollectiveArgs& op);
   Status run_allgather(const CollectiveArgs& op);
   Status run_broadcast(const CollectiveArgs& op);
   // backend_exchange.cc
@@ -34,6 +35,7 @@ class CpuBackend : public Backend {
   std::vector<char> scratch_;
   std::vector<char> staging_;
   std::vector<Piece> round_input_outs_;        // run_allreduce_of_inputs()'s, kept for its storage
+  std::vector<Piece> pieces_in_, pieces_out_;  // run_allreduce()'s views, kept for their storage
   std::vector<char> reduce_work_;              // reducescatter's accumulation copy
   std::vector<std::vector<char>> join_zeros_;  // a joined rank's contributions
   local::LocalAccess local_;                   // the in-place path among ranks of this host

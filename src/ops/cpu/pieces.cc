@@ -7,36 +7,56 @@
 
 namespace hvdc::ops::cpu {
 
-Pieces::Pieces(std::vector<Piece> pieces) : pieces_(std::move(pieces)) {
-  pieces_.erase(
-      std::remove_if(pieces_.begin(), pieces_.end(), [](const Piece& p) { return p.bytes == 0; }),
-      pieces_.end());
-  starts_.reserve(pieces_.size());
-  for (const Piece& p : pieces_) {
-    starts_.push_back(total_);
+Pieces::Pieces(std::vector<Piece> pieces) {
+  add(pieces.data(), pieces.size());
+}
+
+Pieces::Pieces(const Piece* pieces, size_t n) {
+  add(pieces, n);
+}
+
+Pieces::Pieces(void* data, size_t bytes) {
+  const Piece one = {static_cast<char*>(data), bytes};
+  add(&one, 1);
+}
+
+void Pieces::add(const Piece* pieces, size_t n) {
+  for (size_t i = 0; i < n; ++i) count_ += pieces[i].bytes > 0 ? 1 : 0;
+  if (count_ > 1) {
+    pieces_.reserve(count_);
+    starts_.reserve(count_);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Piece& p = pieces[i];
+    if (p.bytes == 0) continue;
+    if (count_ == 1) {
+      one_ = p;
+    } else {
+      pieces_.push_back(p);
+      starts_.push_back(total_);
+    }
     total_ += p.bytes;
   }
 }
 
-Pieces::Pieces(void* data, size_t bytes)
-    : Pieces(std::vector<Piece>{{static_cast<char*>(data), bytes}}) {}
-
 size_t Pieces::find(size_t offset) const {
+  if (count_ <= 1) return 0;
   auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
   return it == starts_.begin() ? 0 : static_cast<size_t>(it - starts_.begin()) - 1;
 }
 
 size_t Pieces::run(size_t offset, size_t len) const {
-  if (pieces_.empty() || len == 0) return 0;
+  if (count_ == 0 || len == 0) return 0;
   const size_t i = find(offset);
-  return std::min(len, pieces_[i].bytes - (offset - starts_[i]));
+  return std::min(len, at()[i].bytes - (offset - start(i)));
 }
 
 char* Pieces::contiguous(size_t offset, size_t len) const {
-  if (pieces_.empty()) return nullptr;
+  if (count_ == 0) return nullptr;
   const size_t i = find(offset);
-  const size_t skip = offset - starts_[i];
-  return skip + len <= pieces_[i].bytes ? pieces_[i].data + skip : nullptr;
+  const size_t skip = offset - start(i);
+  const Piece& p = at()[i];
+  return skip + len <= p.bytes ? p.data + skip : nullptr;
 }
 
 Pieces Pieces::slice(size_t offset, size_t len) const {

@@ -18,20 +18,23 @@ class Pieces {
  public:
   Pieces() = default;
   explicit Pieces(std::vector<Piece> pieces);
+  // The n pieces at `pieces` (copied).
+  Pieces(const Piece* pieces, size_t n);
   // One contiguous buffer.
   Pieces(void* data, size_t bytes);
 
   size_t bytes() const { return total_; }
-  size_t count() const { return pieces_.size(); }
-  const Piece& piece(size_t i) const { return pieces_[i]; }
+  size_t count() const { return count_; }
+  const Piece& piece(size_t i) const { return at()[i]; }
 
   // Calls fn(ptr, n) for each contiguous part of [offset, offset + len), in order.
   template <typename Fn>
   void for_each(size_t offset, size_t len, Fn fn) const {
-    for (size_t i = find(offset); len > 0 && i < pieces_.size(); ++i) {
-      const size_t skip = offset - starts_[i];
-      const size_t n = std::min(len, pieces_[i].bytes - skip);
-      fn(pieces_[i].data + skip, n);
+    const Piece* pieces = at();
+    for (size_t i = find(offset); len > 0 && i < count_; ++i) {
+      const size_t skip = offset - start(i);
+      const size_t n = std::min(len, pieces[i].bytes - skip);
+      fn(pieces[i].data + skip, n);
       offset += n;
       len -= n;
     }
@@ -64,9 +67,16 @@ class Pieces {
 
  private:
   size_t find(size_t offset) const;  // the piece holding byte `offset`
+  // A view of one piece, the most common (one tensor, or one buffer), keeps it inline, so that
+  // making one allocates nothing.
+  const Piece* at() const { return count_ <= 1 ? &one_ : pieces_.data(); }
+  size_t start(size_t i) const { return count_ <= 1 ? 0 : starts_[i]; }
+  void add(const Piece* pieces, size_t n);  // the constructors' work
 
-  std::vector<Piece> pieces_;  // empty pieces dropped
+  Piece one_ = {nullptr, 0};
+  std::vector<Piece> pieces_;  // empty pieces dropped; unused for a view of one piece
   std::vector<size_t> starts_;
+  size_t count_ = 0;
   size_t total_ = 0;
 };
 

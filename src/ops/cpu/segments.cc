@@ -6,6 +6,14 @@ namespace hvdc::ops::cpu {
 std::vector<Segment> split_segments(const Pieces& buf, size_t offset, size_t len,
                                     const SegmentLimits& limits) {
   std::vector<Segment> segs;
+  split_segments(buf, offset, len, limits, &segs);
+  return segs;
+}
+
+void split_segments(const Pieces& buf, size_t offset, size_t len, const SegmentLimits& limits,
+                    std::vector<Segment>* out) {
+  std::vector<Segment>& segs = *out;
+  segs.clear();
   while (len > 0) {
     size_t run = buf.run(offset, len);
     Segment seg;
@@ -26,7 +34,6 @@ std::vector<Segment> split_segments(const Pieces& buf, size_t offset, size_t len
     offset += seg.bytes;
     len -= seg.bytes;
   }
-  return segs;
 }
 
 size_t staged_bytes(const std::vector<Segment>& segs) {

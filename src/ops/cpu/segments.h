@@ -27,6 +27,9 @@ struct SegmentLimits {
 // Splits [offset, offset + len) of buf into segments.
 std::vector<Segment> split_segments(const Pieces& buf, size_t offset, size_t len,
                                     const SegmentLimits& limits);
+// The same into *out, whose storage is kept (a warm op's split allocates nothing).
+void split_segments(const Pieces& buf, size_t offset, size_t len, const SegmentLimits& limits,
+                    std::vector<Segment>* out);
 // Staging bytes the segments need.
 size_t staged_bytes(const std::vector<Segment>& segs);
 // Gives each staged segment its place in `area`; returns the first byte after them.

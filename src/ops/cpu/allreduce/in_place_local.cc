@@ -319,7 +319,8 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   const int n = comm.size();
   const int me = comm.index;
   const SegmentLimits limits = reduce_limits(comm, ch.esize);
-  std::vector<Segment> segs = split_segments(out, ch.offset(me), ch.bytes(me), limits);
+  std::vector<Segment>& segs = comm.local->segments;
+  split_segments(out, ch.offset(me), ch.bytes(me), limits, &segs);
   place_staged(segs, comm.staging_bytes(staged_bytes(segs)));
   // A page more per slot, so that each read through the kernel can land at its source's page
   // offset (PeerView::page_offset).
@@ -341,7 +342,8 @@ Status reduce_own_chunk(Comm& comm, const Pieces& in, const Pieces& out, const C
   if ((stream || stream_own) && scratch.size() < limits.max_direct) {
     scratch.resize(limits.max_direct);
   }
-  std::vector<const char*> src(n);
+  std::vector<const char*>& src = comm.local->sources;
+  src.assign(n, nullptr);
   for (const Segment& s : segs) {
     for (int m = 0; m < n; ++m) {
       char* slot = slots + m * slot_bytes;

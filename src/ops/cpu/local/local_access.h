@@ -14,6 +14,7 @@
 #include "ops/cpu/local/output_reuse.h"
 #include "ops/cpu/local/peer_view.h"
 #include "ops/cpu/pieces.h"
+#include "ops/cpu/segments.h"
 
 namespace hvdc::ops::cpu::local {
 
@@ -59,6 +60,10 @@ struct LocalAccess {
   std::vector<char> bounce;           // a segment per member, for reads through the kernel
   std::vector<char> sum;              // a segment's result out of place, streamed to every output
   std::vector<char*> mapped_outputs;  // each peer's output of a segment, mapped here
+  // One op's segments of this member's chunk, and where each member's part of a segment is
+  // read; kept, so that a warm op allocates neither.
+  std::vector<Segment> segments;
+  std::vector<const char*> sources;
   // Where every output is mapped, a segment is reduced and copied to the peers' outputs a block
   // of this many bytes at a time: half a first-level data cache (32 KiB on the x86 and Arm
   // cores this runs on), so that the copies read the sum from it.
