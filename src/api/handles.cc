@@ -117,7 +117,7 @@ hvd_status_t hvd_handle_free(hvd_handle_t handle) {
   return guarded([&] {
     std::shared_ptr<OpState> op;
     HVDC_RETURN_IF_ERROR(find(handle, &op));
-    if (!op->done()) (void)op->wait(0);  // buffers belong to the op until it ends
+    (void)op->wait(0);  // buffers belong to the op until it ends
     if (!state().handles.erase(handle)) {
       return hvdc::common::make_error(HVD_ERR_INVALID_HANDLE,
                                       "handle 0x%llx was freed concurrently",

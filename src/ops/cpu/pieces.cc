@@ -8,35 +8,45 @@
 namespace hvdc::ops::cpu {
 
 Pieces::Pieces(std::vector<Piece> pieces) {
-  add(pieces.data(), pieces.size());
+  pieces.erase(
+      std::remove_if(pieces.begin(), pieces.end(), [](const Piece& p) { return p.bytes == 0; }),
+      pieces.end());
+  if (pieces.size() <= 1) {
+    if (!pieces.empty()) keep_one(pieces[0]);
+    return;
+  }
+  pieces_ = std::move(pieces);  // the caller's storage, not a copy
+  count_ = pieces_.size();
+  starts_.reserve(count_);
+  for (const Piece& p : pieces_) {
+    starts_.push_back(total_);
+    total_ += p.bytes;
+  }
 }
 
 Pieces::Pieces(const Piece* pieces, size_t n) {
-  add(pieces, n);
+  size_t nonempty = 0;
+  const Piece* last = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    if (pieces[i].bytes == 0) continue;
+    ++nonempty;
+    last = &pieces[i];
+  }
+  if (nonempty > 1) {
+    *this = Pieces(std::vector<Piece>(pieces, pieces + n));
+  } else if (last != nullptr) {
+    keep_one(*last);
+  }
 }
 
 Pieces::Pieces(void* data, size_t bytes) {
-  const Piece one = {static_cast<char*>(data), bytes};
-  add(&one, 1);
+  if (bytes > 0) keep_one({static_cast<char*>(data), bytes});
 }
 
-void Pieces::add(const Piece* pieces, size_t n) {
-  for (size_t i = 0; i < n; ++i) count_ += pieces[i].bytes > 0 ? 1 : 0;
-  if (count_ > 1) {
-    pieces_.reserve(count_);
-    starts_.reserve(count_);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Piece& p = pieces[i];
-    if (p.bytes == 0) continue;
-    if (count_ == 1) {
-      one_ = p;
-    } else {
-      pieces_.push_back(p);
-      starts_.push_back(total_);
-    }
-    total_ += p.bytes;
-  }
+void Pieces::keep_one(const Piece& piece) {
+  one_ = piece;
+  count_ = 1;
+  total_ = piece.bytes;
 }
 
 size_t Pieces::find(size_t offset) const {

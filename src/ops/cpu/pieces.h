@@ -71,7 +71,7 @@ class Pieces {
   // making one allocates nothing.
   const Piece* at() const { return count_ <= 1 ? &one_ : pieces_.data(); }
   size_t start(size_t i) const { return count_ <= 1 ? 0 : starts_[i]; }
-  void add(const Piece* pieces, size_t n);  // the constructors' work
+  void keep_one(const Piece& piece);  // a view of one nonempty piece, inline
 
   Piece one_ = {nullptr, 0};
   std::vector<Piece> pieces_;  // empty pieces dropped; unused for a view of one piece
