@@ -46,6 +46,8 @@ class Transport {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
+  // A refused or failed post ends all communication as a failed wait does (see wait()): the
+  // caller returns before waiting for what it posted so far, and quiesce() stops those requests.
   virtual Status isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) = 0;
   // Receives exactly `bytes` from `peer` with `tag` (the tag encodes the source).
   virtual Status irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) = 0;

@@ -47,6 +47,7 @@ class LoopbackTransport final : public Transport {
  private:
   Status peer_failure(int peer) const;
   Status check_usable(int peer) const;
+  Status check_post(int peer);
   Status reap(Request* reqs, size_t count, bool* all_done);
   void release(PostedRecv* recv);
   void cancel_all();
@@ -57,7 +58,7 @@ class LoopbackTransport final : public Transport {
   std::shared_ptr<LoopbackFabric> fabric_;
   TransportOptions options_;
   Mailbox& mailbox_;
-  bool broken_ = false;  // a wait failed: no new requests
+  bool broken_ = false;  // a wait or post failed: no new requests
   bool closed_ = false;
   std::unordered_set<PostedRecv*> posted_;  // receives in flight, waited for or not
   WaitRecord waits_;  // whom the wait in progress (or the last that timed out) waits for
@@ -93,15 +94,22 @@ Status LoopbackTransport::check_peers() const {
   return peer < 0 ? Status::ok() : peer_failure(peer);
 }
 
+// A refused post ends all communication, as in the UCX transport (Transport::isend).
+Status LoopbackTransport::check_post(int peer) {
+  Status usable = check_usable(peer);
+  if (!usable.is_ok()) broken_ = true;
+  return usable;
+}
+
 Status LoopbackTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
-  HVDC_RETURN_IF_ERROR(check_usable(peer));
+  HVDC_RETURN_IF_ERROR(check_post(peer));
   fabric_->send(options_.rank, peer, tag, buf, bytes);
   *req = Request{nullptr, peer, false};  // copied: complete already
   return Status::ok();
 }
 
 Status LoopbackTransport::irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) {
-  HVDC_RETURN_IF_ERROR(check_usable(peer));
+  HVDC_RETURN_IF_ERROR(check_post(peer));
   auto* recv = new PostedRecv;
   recv->tag = tag;
   recv->buf = buf;

@@ -17,21 +17,32 @@ namespace hvdc::transport::ucx {
 
 using common::make_error;
 
+// A refused or failed post ends all communication, as a failed wait does: the op returns at once,
+// before waiting for the requests it posted so far (a ring's receive from its left), and its
+// caller releases their buffers, so quiesce() must stop them. UCX 1.13 ended a send on a timed-out
+// endpoint at once, and a message that arrived later was written into a freed receive buffer.
+Status UcxTransport::refuse_posts(Status status) {
+  broken_ = true;
+  return status;
+}
+
 Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
-  HVDC_RETURN_IF_ERROR(check_usable(peer));
+  Status usable = check_usable(peer);
+  if (!usable.is_ok()) return refuse_posts(std::move(usable));
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &param);
-  if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(sp));
+  if (UCS_PTR_IS_ERR(sp)) return refuse_posts(ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(sp)));
   *req = Request{sp, peer, false};
   if (sp != nullptr) posted_.emplace(sp, Posted{false, peer});
   return Status::ok();
 }
 
 Status UcxTransport::irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) {
-  HVDC_RETURN_IF_ERROR(check_usable(peer));
+  Status usable = check_usable(peer);
+  if (!usable.is_ok()) return refuse_posts(std::move(usable));
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag{0}, &param);
-  if (UCS_PTR_IS_ERR(sp)) return ucx_error("ucp_tag_recv_nbx", UCS_PTR_STATUS(sp));
+  if (UCS_PTR_IS_ERR(sp)) return refuse_posts(ucx_error("ucp_tag_recv_nbx", UCS_PTR_STATUS(sp)));
   *req = Request{sp, peer, true};
   if (sp != nullptr) posted_.emplace(sp, Posted{true, peer});
   return Status::ok();

@@ -58,6 +58,7 @@ class UcxTransport final : public Transport {
   Status connect(const AddressExchange& exchange);
   Status peer_failure(int peer) const;
   Status check_usable(int peer) const;  // for a new data request
+  Status refuse_posts(Status status);   // a post failed: no new requests, quiesce() stops all
   // Collects finished requests; a failed one becomes the returned status.
   Status reap(Request* reqs, size_t count, bool* all_done);
   void abandon(Request* reqs, size_t count);
@@ -78,7 +79,7 @@ class UcxTransport final : public Transport {
   std::vector<ucs_status_t> peer_status_;
   std::vector<bool> tcp_only_;  // per peer: its endpoint's lanes are all TCP's
   int first_failed_peer_ = -1;
-  bool broken_ = false;    // a wait failed: no new requests (abandon)
+  bool broken_ = false;    // a wait or post failed: no new requests
   bool quiesced_ = false;  // quiesce() has closed every endpoint
   bool stuck_ = false;     // a request stayed in flight after quiesce()
   WaitRecord waits_;       // whom the wait in progress (or the last that timed out) waits for
