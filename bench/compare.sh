@@ -83,7 +83,7 @@ build() {
     if [ -d /usr/local/cuda ]; then opts+=(-Dcuda=enabled -Dnccl=enabled); fi
     meson setup build "${opts[@]}"
   fi
-  meson compile -C build bench/shm_limit bench/tcp_blast
+  meson compile -C build bench/shm_limit bench/tcp_blast bench/line_latency
   if ! meson compile -C build bench/hvdc_bench bench/hvdc_model_step src/hvdc_mpi; then
     echo "compare.sh: the MPI benchmarks did not build (is Open MPI installed? scripts/setup.sh)" >&2
     exit 1
@@ -100,10 +100,13 @@ bench=build/bench/hvdc_bench
 model_step=build/bench/hvdc_model_step
 
 # step NAME CMD...: runs one measurement with its output in logs/NAME.log. A failure is
-# recorded in failures.txt and its cells say so; the rest of the run goes on.
+# recorded in failures.txt and its cells say so; the rest of the run goes on. Before it, the
+# two CPUs' cache-line round trip (raw/line-NAME.json): the host of a VM moves its virtual CPUs,
+# and the cost of every meeting in shared memory changes with it (bench/line_latency.cc).
 step() {
   local name=$1
   shift
+  build/bench/line_latency --json "$out/raw/line-$name.json" >/dev/null 2>&1 || true
   printf '   %-28s' "$name"
   local start=$SECONDS
   if "$@" >"$out/logs/$name.log" 2>&1; then

@@ -127,6 +127,9 @@ def collect(raw):
             collect_bench(series, "", m.group(1), path, i)
         elif m := re.match(r"mh-(hvdc|ob1|ucx)-", name):
             collect_bench(series, "mh_", m.group(1), path, i)
+        elif name.startswith("line-"):  # before the step named after it
+            series.add("line_ns", name[len("line-"):-len(".json")], i,
+                       read_json(path)["round_trip_ns"])
         elif name.startswith("limit-"):
             for row in read_json(path)["rows"]:
                 for key in ("limit_busbw", "reduce_busbw", "reduce_nt_busbw",
@@ -470,25 +473,52 @@ HEADER = ["workload", "hvdc", "Open MPI ob1", "Open MPI pml ucx", "limit",
           "ratio vs better MPI", "target", "met?"]
 
 
+def probes_by_invocation(series, name):
+    """A probe's figures (one per step) grouped by invocation."""
+    by_invocation = {}
+    for values in series.data.get(name, {}).values():
+        for i, v in values.items():
+            by_invocation.setdefault(i, []).append(v)
+    return by_invocation
+
+
+def invocation_ranges(by_invocation, fmt, flagged, flag):
+    """'1: low-high; 2: ...', each range followed by `flag` where flagged(low, high)."""
+    parts = []
+    for i in sorted(by_invocation):
+        low, high = min(by_invocation[i]), max(by_invocation[i])
+        parts.append("%d: " % i + fmt % (low, high) + (flag if flagged(low, high) else ""))
+    return "; ".join(parts)
+
+
 def steadiness_line(series):
     """Open MPI's 4 KiB round trip per invocation (min-max over its runs). An invocation whose
     slowest probe is over twice the run's fastest was taken while the machine was slowed down
     (another job, a noisy neighbour): its figures deserve suspicion."""
-    probes = series.data.get("probe_mpi_4k_us", {})
-    by_invocation = {}
-    for values in probes.values():
-        for i, v in values.items():
-            by_invocation.setdefault(i, []).append(v)
+    by_invocation = probes_by_invocation(series, "probe_mpi_4k_us")
     if not by_invocation:
         return None
     fastest = min(min(v) for v in by_invocation.values())
-    parts = []
-    for i in sorted(by_invocation):
-        low, high = min(by_invocation[i]), max(by_invocation[i])
-        flag = " (disturbed)" if high > 2 * fastest else ""
-        parts.append("%d: %.2f-%.2f us%s" % (i, low, high, flag))
+    parts = invocation_ranges(by_invocation, "%.2f-%.2f us",
+                              lambda low, high: high > 2 * fastest, " (disturbed)")
     return ("- steadiness: Open MPI's 4 KiB round trip, timed by every hvdc_bench run, per "
-            "invocation: " + "; ".join(parts))
+            "invocation: " + parts)
+
+
+def line_latency_line(series):
+    """The two CPUs' cache-line round trip before each step, per invocation (min-max). The host
+    of a VM moves its virtual CPUs: on one VM of this kind it measured about 40, 90 and 500 ns
+    in turn, and a small op's meetings cost several round trips, so an invocation whose probes
+    differ by over 1.5x was taken across such phases."""
+    by_invocation = probes_by_invocation(series, "line_ns")
+    if not by_invocation:
+        return None
+    parts = invocation_ranges(by_invocation, "%.0f-%.0f ns",
+                              lambda low, high: high > 1.5 * low, " (phases changed)")
+    return ("- the two CPUs' cache-line round trip (`bench/line_latency`, before every step), per "
+            "invocation: " + parts + ". The host moves a VM's CPUs (40, 90 and 500 "
+            "ns were measured on one VM of this kind within an hour); every meeting in shared "
+            "memory costs at least one round trip, so the small ops' figures move with it.")
 
 
 def markdown(machine, table, runs, skipped, failures, steadiness=None, sections=()):
@@ -562,7 +592,8 @@ def report(out):
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     write_csv(os.path.join(out, "compare.csv"), series)
-    text = markdown(machine, table, len(invocations), skipped, failures, steadiness_line(series),
+    steadiness = "\n".join(l for l in (steadiness_line(series), line_latency_line(series)) if l)
+    text = markdown(machine, table, len(invocations), skipped, failures, steadiness or None,
                     op_time_section(series))
     with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
         f.write(text)

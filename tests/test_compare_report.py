@@ -4,7 +4,8 @@ times per op come from busbw, the "beyond the limit" column pairs each invocatio
 that invocation's limit before the median, the target's allowance and Open MPI's cost per op
 pair each invocation's figures too, sizes without a limit get no row, and the section quotes
 the median sync of shm_limit. Also the two-host rows' link: per size, the better of the
-stream both ways and that size's exchange, where one was measured.
+stream both ways and that size's exchange, where one was measured. And the line on the two
+CPUs' cache-line round trip, per invocation, flagged where it changed by over 1.5x.
 Usage: test_compare_report.py COMPARE_REPORT_PY"""
 import importlib.util
 import sys
@@ -65,6 +66,21 @@ def check_multihost(report):
     return [] if got == want else ["two-host links and targets %s, want %s" % (got, want)]
 
 
+def check_line_latency(report):
+    """Probes of 90 and 100 ns in invocation 1, 90 and 480 in 2: only 2 changed phases; none,
+    no line."""
+    s = report.Series()
+    for i, (a, b) in enumerate([(90.0, 100.0), (90.0, 480.0)]):
+        s.add("line_ns", "hvdc-small-%d" % (i + 1), i + 1, a)
+        s.add("line_ns", "limit-%d" % (i + 1), i + 1, b)
+    line = report.line_latency_line(s) or ""
+    want = "invocation: 1: 90-100 ns; 2: 90-480 ns (phases changed). "
+    failures = [] if want in line else ["cache-line probe line %r lacks %r" % (line, want)]
+    if report.line_latency_line(report.Series()) is not None:
+        failures.append("a run without probes still got a cache-line line")
+    return failures
+
+
 def main(argv):
     report = load(argv[1])
     rows = report.op_time_rows(series_of(report))
@@ -82,10 +98,11 @@ def main(argv):
     if report.op_time_section(report.Series()):
         failures.append("an empty run still got a section")
     failures += check_multihost(report)
+    failures += check_line_latency(report)
     for f in failures:
         print("FAIL:", f)
     if not failures:
-        print("ok: op-time rows and section, two-host links")
+        print("ok: op-time rows and section, two-host links, the cache-line probes")
     return 1 if failures else 0
 
 

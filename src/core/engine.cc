@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -311,6 +312,7 @@ Status Engine::async_error() const {
 
 void Engine::run() {
   common::set_thread_log_rank(topology_.rank);
+  pthread_setname_np(pthread_self(), "hvdc-engine");  // as top -H and gdb show it
   t_runs_passes_ = true;
   const auto spin = std::chrono::microseconds(config_.spin_micros);
   auto last_busy = std::chrono::steady_clock::now();
