@@ -221,8 +221,9 @@ bool LoopbackTransport::stalled_since(Clock::time_point last_moved) const {
          std::chrono::duration<double>(options_.progress_timeout_seconds);
 }
 
-// Also after a failed peer refused a transfer: the op then returned before its wait, and its
-// receives posted so far must not write into buffers its caller releases.
+// A refused post or a failed wait marks the transport broken (check_post, wait_for); beyond that,
+// whenever a peer failed, receives posted here and never waited for must not write into
+// buffers their caller releases.
 void LoopbackTransport::quiesce() {
   if (broken_ || fabric_->first_failed_peer(options_.rank) >= 0) cancel_all();
 }

@@ -26,9 +26,13 @@ Status UcxTransport::refuse_posts(Status status) {
   return status;
 }
 
-Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
+Status UcxTransport::check_post(int peer) {
   Status usable = check_usable(peer);
-  if (!usable.is_ok()) return refuse_posts(std::move(usable));
+  return usable.is_ok() ? usable : refuse_posts(std::move(usable));
+}
+
+Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Request* req) {
+  HVDC_RETURN_IF_ERROR(check_post(peer));
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &param);
   if (UCS_PTR_IS_ERR(sp)) return refuse_posts(ucx_error("ucp_tag_send_nbx", UCS_PTR_STATUS(sp)));
@@ -38,8 +42,7 @@ Status UcxTransport::isend(int peer, Tag tag, const void* buf, size_t bytes, Req
 }
 
 Status UcxTransport::irecv(int peer, Tag tag, void* buf, size_t bytes, Request* req) {
-  Status usable = check_usable(peer);
-  if (!usable.is_ok()) return refuse_posts(std::move(usable));
+  HVDC_RETURN_IF_ERROR(check_post(peer));
   ucp_request_param_t param = {};
   ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag{0}, &param);
   if (UCS_PTR_IS_ERR(sp)) return refuse_posts(ucx_error("ucp_tag_recv_nbx", UCS_PTR_STATUS(sp)));

@@ -58,6 +58,7 @@ class UcxTransport final : public Transport {
   Status connect(const AddressExchange& exchange);
   Status peer_failure(int peer) const;
   Status check_usable(int peer) const;  // for a new data request
+  Status check_post(int peer);          // check_usable(), refusing every post after a refusal
   Status refuse_posts(Status status);   // a post failed: no new requests, quiesce() stops all
   // Collects finished requests; a failed one becomes the returned status.
   Status reap(Request* reqs, size_t count, bool* all_done);
