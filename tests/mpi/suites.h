@@ -23,6 +23,8 @@ inline std::vector<int32_t> reduced_dtypes() {
 inline std::vector<int64_t> reduced_sizes(int np) {
   return {0, 1, np + 1, (64 << 10) + 1};
 }
+// Part of mode "lane": ops that a driving caller leaves to the engine thread (test_hand_over.cc).
+void test_hand_over(Results& results);
 void test_submission_orders(Results& results);
 void test_many_in_flight(Results& results);
 void test_threads(Results& results);

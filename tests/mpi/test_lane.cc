@@ -5,6 +5,7 @@
 // flight, collectives that never take the lane between lane ops. HVDC_LANE=0 (the lane-off run)
 // must show a round for every op of a tight loop, the default run far fewer rounds than ops,
 // also where odd ranks come late to every op (the early ones sleep with their posts held).
+// Then the ops that a driving caller leaves to the engine thread (test_hand_over.cc).
 #include <unistd.h>
 
 #include <cstdio>
@@ -279,6 +280,7 @@ int run_lane_suite() {
   test_metadata_changes(results);
   test_wait_loops(results);  // the lane again after all that
   test_lane_taken(results);
+  test_hand_over(results);  // last: its callback op ends caller driving for good
   const int rc = finish(results, "lane");
   return hvd_shutdown() == HVD_SUCCESS ? rc : 1;
 }
