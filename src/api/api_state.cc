@@ -80,6 +80,7 @@ Status run_blocking(core::Engine* engine, core::Request request, int32_t* value)
   entry.request = std::move(request);
   entry.state = op;
   HVDC_RETURN_IF_ERROR(engine->enqueue(std::move(entry)));
+  engine->nudge();  // waited for without driving
   HVDC_RETURN_IF_ERROR(op->wait(engine->spin_micros()));
   if (value != nullptr) *value = op->result_value();
   return Status::ok();

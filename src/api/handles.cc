@@ -8,6 +8,11 @@ using hvdc::core::OpState;
 
 namespace {
 
+void nudge_engine() {
+  hvdc::core::Engine* engine = state().engine.load(std::memory_order_acquire);
+  if (engine != nullptr) engine->nudge();
+}
+
 // Runs the op's engine passes on this thread while it is pending (Engine::drive), then waits.
 Status wait_for(OpState& op) {
   hvdc::core::Engine* engine = state().engine.load(std::memory_order_acquire);
@@ -46,6 +51,7 @@ hvd_status_t hvd_test(hvd_handle_t handle, int32_t* done) {
     HVDC_RETURN_IF_ERROR(find(handle, &op));
     if (!op->done()) {
       *done = 0;
+      nudge_engine();  // polled: the engine thread runs it, not a driver
       return Status::ok();
     }
     *done = 1;
@@ -117,6 +123,7 @@ hvd_status_t hvd_handle_free(hvd_handle_t handle) {
   return guarded([&] {
     std::shared_ptr<OpState> op;
     HVDC_RETURN_IF_ERROR(find(handle, &op));
+    if (!op->done()) nudge_engine();
     (void)op->wait(0);  // buffers belong to the op until it ends
     if (!state().handles.erase(handle)) {
       return hvdc::common::make_error(HVD_ERR_INVALID_HANDLE,

@@ -6,7 +6,11 @@
 // time, and every timeout and failure check runs as on the engine thread. Ops that run the
 // user's code (completion callbacks, output allocators, grouped completions) or use a device
 // must do so on the engine thread: once one is submitted, callers no longer drive.
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -43,7 +47,8 @@ void Engine::note_engine_thread_only(const TensorEntry& entry) {
   while (driving_passes_.load() > 0) sched_yield();
 }
 
-bool Engine::try_drive_pass(std::chrono::steady_clock::time_point now, bool* busy) {
+bool Engine::try_drive_pass(std::chrono::steady_clock::time_point now, const OpState& op,
+                            bool* busy, bool* work_left) {
   std::unique_lock<std::mutex> pass(pass_mutex_, std::try_to_lock);
   if (!pass.owns_lock()) return true;  // the engine thread ends its pass or sleep first
   // Counted before the flag is read: note_engine_thread_only() stores the flag, then reads this.
@@ -59,23 +64,56 @@ bool Engine::try_drive_pass(std::chrono::steady_clock::time_point now, bool* bus
     Engine& engine;
   } in_pass(*this);
   if (engine_thread_only_.load() || stop_.load()) return false;
-  driven_passes_.fetch_add(1, std::memory_order_relaxed);
   *busy = step(now);
+  if (op.done()) {
+    *work_left =
+        !responses_.empty() || !stage_->idle() || lane_->holds() || negotiation_->round_under_way();
+  }
   return true;
 }
 
-// Yields while the driven passes are short, so that a caller's next pass is not kept waiting,
-// and sleeps on the mutex through a pass that runs longer than the spin (a large collective),
-// so that the engine thread does not spin beside it.
-void Engine::stand_aside(std::chrono::steady_clock::time_point now) {
-  const uint64_t pass = driven_passes_.load(std::memory_order_relaxed);
-  if (pass != aside_pass_) {
-    aside_pass_ = pass;
-    aside_since_ = now;
-  } else if (now - aside_since_ > std::chrono::microseconds(config_.spin_micros)) {
-    std::lock_guard<std::mutex> sleep_through(pass_mutex_);
+// While a caller drives, the engine thread sleeps instead of yielding. A thread that yields in a
+// loop stays runnable, and the scheduler weighs it as a busy task: at np 2 on two cores, a CPU
+// holding both ranks' callers then looked no busier than the one holding the engine threads, and
+// the two callers, each spinning for the other, often stayed on one CPU for a whole run (ops 5x
+// slower). Each wake-up of a sleeping thread costs the op it interrupts tens of microseconds on
+// such a VM, so the engine thread is woken only when work is left to it (wake_from_aside()): a
+// driver that leaves its op or others pending, a submission that no driver follows
+// (submitted_after_drive()), a thread that waits without driving or polls (nudge()), an abort,
+// a dump request or the shutdown. Anything else, such as a peer's round while this rank has no
+// op, waits at most kAsideSleep. A waker clears the word before its wake-up, so a sleep that
+// starts after the clear returns at once.
+constexpr auto kAsideSleep = std::chrono::milliseconds(5);
+
+void Engine::stand_aside() {
+  aside_asleep_.store(1);
+  if (drivers_.load() > 0 && !stop_.load()) {
+    const long ns = std::chrono::nanoseconds(kAsideSleep).count();
+    const struct timespec limit = {ns / 1000000000, ns % 1000000000};
+    syscall(SYS_futex, &aside_asleep_, FUTEX_WAIT_PRIVATE, 1u, &limit, nullptr, 0);
   }
-  sched_yield();
+  aside_asleep_.store(0);
+}
+
+void Engine::wake_from_aside() noexcept {
+  if (aside_asleep_.exchange(0) == 1) {
+    syscall(SYS_futex, &aside_asleep_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  }
+}
+
+void Engine::nudge() noexcept {
+  if (aside_asleep_.load(std::memory_order_relaxed) != 0 && drivers_.load() == 0) wake_from_aside();
+}
+
+// A submission right after a drive is a loop's next op, whose hvd_wait drives it; one that comes
+// later than the engine thread's spin would have ended, or with no driver to come, is the
+// engine thread's, as it was before callers drove.
+void Engine::submitted_after_drive() {
+  if (aside_asleep_.load(std::memory_order_relaxed) == 0 || drivers_.load() > 0) return;
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t spin =
+      std::chrono::nanoseconds(std::chrono::microseconds(config_.spin_micros)).count();
+  if (now - last_drive_end_.load(std::memory_order_relaxed) > spin) wake_from_aside();
 }
 
 // Idle passes run back to back this long before the driver yields. A peer's message is
@@ -85,14 +123,34 @@ void Engine::stand_aside(std::chrono::steady_clock::time_point now) {
 constexpr auto kIdlePassesBeforeYield = std::chrono::microseconds(2);
 
 bool Engine::drive(const OpState& op) {
-  if (engine_thread_only_.load() || stop_.load(std::memory_order_acquire)) return false;
-  DriverCount counted(drivers_);
+  if (engine_thread_only_.load() || stop_.load(std::memory_order_acquire)) {
+    nudge();  // the caller waits for the engine thread
+    return false;
+  }
+  bool work_left = false;
+  bool drove = false;
+  std::chrono::steady_clock::time_point last_pass;
+  {
+    DriverCount counted(drivers_);
+    drove = drive_passes(op, &last_pass, &work_left);
+  }
+  last_drive_end_.store(last_pass.time_since_epoch().count(), std::memory_order_relaxed);
+  // Whatever this caller leaves behind is the engine thread's again: its own op, if the caller
+  // waits for it now, or other ops in flight here, or a round.
+  if (!op.done() || work_left || queue_.in_flight() > 0) wake_from_aside();
+  return drove;
+}
+
+bool Engine::drive_passes(const OpState& op, std::chrono::steady_clock::time_point* last_pass,
+                          bool* work_left) {
   const auto spin = std::chrono::microseconds(config_.spin_micros);
   auto last_busy = std::chrono::steady_clock::now();
   auto idle_since = last_busy;  // the last busy pass or yield
+  *last_pass = last_busy;
   bool busy = true;
   while (!op.done()) {
     const auto now = std::chrono::steady_clock::now();
+    *last_pass = now;
     if (busy) last_busy = idle_since = now;
     // Waiting for peers longer than the spin: the engine thread sleeps until they answer.
     if (now - last_busy > spin) return true;
@@ -101,7 +159,7 @@ bool Engine::drive(const OpState& op) {
       idle_since = std::chrono::steady_clock::now();
     }
     busy = false;
-    if (!try_drive_pass(now, &busy)) return false;
+    if (!try_drive_pass(now, op, &busy, work_left)) return false;
   }
   return true;
 }

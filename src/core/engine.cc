@@ -133,7 +133,10 @@ Engine::Engine(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConf
     : config_(config),
       bootstrap_(std::move(bootstrap)),
       tracer_(config.timeline_mark_cycles),
-      hang_reports_(config.stall_check_seconds, [this] { queue_.wake(); }) {}
+      hang_reports_(config.stall_check_seconds, [this] {
+        queue_.wake();
+        wake_from_aside();
+      }) {}
 
 Status Engine::start(std::unique_ptr<bootstrap::Bootstrap> bootstrap, const EngineConfig& config,
                      std::unique_ptr<Engine>* out) {
@@ -283,12 +286,16 @@ Engine::~Engine() {
 
 Status Engine::enqueue(TensorEntry&& entry) {
   note_engine_thread_only(entry);
-  return queue_.push(std::move(entry));
+  HVDC_RETURN_IF_ERROR(queue_.push(std::move(entry)));
+  submitted_after_drive();
+  return Status::ok();
 }
 
 Status Engine::enqueue_group(std::vector<TensorEntry> entries) {
   for (const TensorEntry& entry : entries) note_engine_thread_only(entry);
-  return queue_.push_group(std::move(entries));
+  HVDC_RETURN_IF_ERROR(queue_.push_group(std::move(entries)));
+  submitted_after_drive();
+  return Status::ok();
 }
 
 std::string Engine::auto_name(OpType type, int32_t process_set) {
@@ -304,6 +311,7 @@ std::string Engine::auto_name(OpType type, int32_t process_set) {
 void Engine::abort(const std::string& reason) {
   termination_->request_abort(reason);
   queue_.wake();
+  wake_from_aside();
 }
 
 Status Engine::async_error() const {
@@ -322,7 +330,7 @@ void Engine::run() {
     const auto now = std::chrono::steady_clock::now();
     if (drivers_.load() > 0) {
       // A caller in hvd_wait runs the passes (drive()); after it, the spin starts afresh.
-      stand_aside(now);
+      stand_aside();
       last_busy = now;
       continue;
     }
@@ -431,6 +439,7 @@ Status Engine::shutdown() {
   }
   stop_.store(true, std::memory_order_release);
   queue_.wake();
+  wake_from_aside();
   if (thread_.joinable()) thread_.join();
   tracer_.stop();  // the file is complete JSON once hvd_shutdown returns
   // A peer known lost (its connection failed, or it stopped answering) never reaches a barrier,

@@ -96,13 +96,16 @@ class Engine {
   // engine thread); the caller then waits for the engine thread as before. True if it drove
   // (and so spun already).
   bool drive(const OpState& op);
+  // A thread is about to wait for an op without driving it, or polls one: the engine thread
+  // stops standing aside (caller_drive.cc), if it does. Async-signal-safe.
+  void nudge() noexcept;
   // Fails every pending op here and on every peer with HVD_ERR_ABORTED.
   void abort(const std::string& reason);
   // The first asynchronous error (ok if none).
   Status async_error() const;
   // Asks the engine thread to log a report of every op in flight here (and, where this rank
-  // coordinates a set, which ranks its waiting tensors lack). Only an atomic store and a write
-  // to an eventfd, so a signal handler may call it.
+  // coordinates a set, which ranks its waiting tensors lack). Only atomics, a write to an
+  // eventfd and a futex wake-up, so a signal handler may call it.
   void request_dump() noexcept;
   // Requests a report and waits up to timeout_ms for it; *text gets it (it is logged too).
   Status dump_pending(int timeout_ms, std::string* text);
@@ -116,13 +119,23 @@ class Engine {
   void run();
   // One pass over everything that can make progress at `now`; true if anything did.
   bool step(std::chrono::steady_clock::time_point now);
-  // caller_drive.cc: one pass on the calling thread if pass_mutex_ is free; false once callers
-  // may no longer drive.
-  bool try_drive_pass(std::chrono::steady_clock::time_point now, bool* busy);
+  // caller_drive.cc: drive()'s passes; *last_pass: when the last began; *work_left: it left
+  // work besides `op`.
+  bool drive_passes(const OpState& op, std::chrono::steady_clock::time_point* last_pass,
+                    bool* work_left);
+  // One pass on the calling thread if pass_mutex_ is free; false once callers may no longer
+  // drive. Once `op` is done, *work_left: responses wait, ops run or are posted, or a round is
+  // under way.
+  bool try_drive_pass(std::chrono::steady_clock::time_point now, const OpState& op, bool* busy,
+                      bool* work_left);
   // Before a push: an op that must complete on the engine thread ends caller driving for good.
   void note_engine_thread_only(const TensorEntry& entry);
-  // The engine thread's turn while callers drive: it yields, or sleeps through a long pass.
-  void stand_aside(std::chrono::steady_clock::time_point now);
+  // The engine thread's turn while callers drive: it sleeps until woken, or a short while.
+  void stand_aside();
+  // Ends the engine thread's stand_aside() sleep, if it sleeps. Async-signal-safe.
+  void wake_from_aside() noexcept;
+  // After a push: wakes the engine thread from stand_aside() unless a caller drove just now.
+  void submitted_after_drive();
   void watch_pending(std::chrono::steady_clock::time_point now);
   // The text of a hang report (faults/pending_report.h).
   std::string describe_pending();
@@ -166,12 +179,11 @@ class Engine {
   // Whoever runs a pass holds pass_mutex_: the engine thread, or an API thread in drive(). The
   // transport, negotiation and execution are used by one thread at a time, as they require.
   std::mutex pass_mutex_;
-  std::atomic<int> drivers_{0};         // API threads in drive(): the engine thread stands aside
-  std::atomic<int> driving_passes_{0};  // callers' passes in progress
-  std::atomic<uint64_t> driven_passes_{0};             // passes callers started
-  uint64_t aside_pass_ = 0;                            // engine thread: the last driven pass it saw
-  std::chrono::steady_clock::time_point aside_since_;  // and since when
-  std::atomic<bool> engine_thread_only_{false};        // such an op was submitted: no more driving
+  std::atomic<int> drivers_{0};            // API threads in drive(): the engine thread stands aside
+  std::atomic<int> driving_passes_{0};     // callers' passes in progress
+  std::atomic<uint32_t> aside_asleep_{0};  // futex word: 1 while the engine thread stands aside
+  std::atomic<int64_t> last_drive_end_{0};       // steady_clock ticks when a drive last ended
+  std::atomic<bool> engine_thread_only_{false};  // such an op was submitted: no more driving
   // The engine thread, and a driver during its pass: a submission from there (a completion
   // callback's) must not wait for the callers' passes to end, as it may be in one.
   inline static thread_local bool t_runs_passes_ = false;

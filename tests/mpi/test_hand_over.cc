@@ -1,9 +1,10 @@
 // Part of mode "lane": ops that a driving caller leaves to the engine thread. While hvd_wait
-// drives the passes (src/core/caller_drive.cc), the engine thread stands aside; these cases come
-// right after a loop of waited ops, and each op must still complete, with its result exact,
-// however it is waited for: polled with hvd_test, freed without a wait, waited for late, joined
-// at once, polled on one thread while another thread drives its own loop, and run on the engine
-// thread alone (a completion callback, which ends caller driving for good: last).
+// drives the passes, the engine thread sleeps standing aside (src/core/caller_drive.cc), and only
+// some calls wake it: these cases come right after a loop of waited ops, when it sleeps, and
+// each op must still complete, with its result exact, however it is waited for: polled with
+// hvd_test, freed without a wait, waited for late, joined at once, polled on one thread while
+// another thread drives its own loop, and run on the engine thread alone (a completion
+// callback, which ends caller driving for good: last).
 #include <unistd.h>
 
 #include <atomic>
@@ -21,7 +22,7 @@ namespace {
 
 constexpr size_t kFloats = 4 << 10;  // 16 KiB
 constexpr int kLoopOps = 200;
-// Only turns a hang into a failure: an op here takes microseconds.
+// A missed wake-up costs an op at most a few milliseconds; this only turns a hang into a failure.
 constexpr auto kPollLimit = std::chrono::seconds(20);
 
 float value_at(int r, size_t i, int step) {
@@ -83,7 +84,8 @@ hvd_status_t poll_until_done(hvd_handle_t h) {
 
 // A loop, then one more waited op under `name` and at once, with nothing between its drive's
 // end and the submission, an op under `name`.probe on `probe` that `finish` waits for (and
-// frees): the engine thread has stood aside through the loop, and must take the op over.
+// frees): the engine thread has slept through the loop, and only the way `finish` waits may
+// wake it.
 template <typename Finish>
 void after_loop(Results& results, const std::string& label, float* data, float* probe,
                 Finish finish) {
