@@ -6,13 +6,11 @@
 // time, and every timeout and failure check runs as on the engine thread. Ops that run the
 // user's code (completion callbacks, output allocators, grouped completions) or use a device
 // must do so on the engine thread: once one is submitted, callers no longer drive.
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <chrono>
+
+#include "common/futex.h"
 
 #include "core/engine.h"
 
@@ -85,19 +83,22 @@ bool Engine::try_drive_pass(std::chrono::steady_clock::time_point now, const OpS
 // starts after the clear returns at once.
 constexpr auto kAsideSleep = std::chrono::milliseconds(5);
 
+// The futex word: std::atomic<uint32_t> has the layout of uint32_t.
+const uint32_t* Engine::aside_word() const {
+  return reinterpret_cast<const uint32_t*>(&aside_asleep_);
+}
+
 void Engine::stand_aside() {
   aside_asleep_.store(1);
   if (drivers_.load() > 0 && !stop_.load()) {
-    const long ns = std::chrono::nanoseconds(kAsideSleep).count();
-    const struct timespec limit = {ns / 1000000000, ns % 1000000000};
-    syscall(SYS_futex, &aside_asleep_, FUTEX_WAIT_PRIVATE, 1u, &limit, nullptr, 0);
+    common::futex_wait(aside_word(), 1, kAsideSleep, common::FutexScope::kProcess);
   }
   aside_asleep_.store(0);
 }
 
 void Engine::wake_from_aside() noexcept {
   if (aside_asleep_.exchange(0) == 1) {
-    syscall(SYS_futex, &aside_asleep_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    common::futex_wake(aside_word(), 1, common::FutexScope::kProcess);
   }
 }
 

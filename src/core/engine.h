@@ -134,6 +134,7 @@ class Engine {
   void stand_aside();
   // Ends the engine thread's stand_aside() sleep, if it sleeps. Async-signal-safe.
   void wake_from_aside() noexcept;
+  const uint32_t* aside_word() const;  // aside_asleep_, as the futex sees it
   // After a push: wakes the engine thread from stand_aside() unless a caller drove just now.
   void submitted_after_drive();
   void watch_pending(std::chrono::steady_clock::time_point now);

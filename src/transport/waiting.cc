@@ -1,15 +1,14 @@
 #include "transport/waiting.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <climits>
 
 #include <algorithm>
 #include <chrono>
+
+#include "common/futex.h"
 
 namespace hvdc::transport {
 
@@ -84,9 +83,9 @@ size_t spin_on_flags(const FlagWait* flags, Request* reqs, size_t count,
 }
 
 // The futex word of a counter: its low 32 bits (x86-64 is little-endian), which change on every
-// raise. Not FUTEX_PRIVATE: waiter and waker are different processes mapping the same memory.
-uint32_t* futex_word(const std::atomic<uint64_t>* flag) {
-  return reinterpret_cast<uint32_t*>(const_cast<std::atomic<uint64_t>*>(flag));
+// raise. Shared: waiter and waker are different processes mapping the same memory.
+const uint32_t* futex_word(const std::atomic<uint64_t>* flag) {
+  return reinterpret_cast<const uint32_t*>(flag);
 }
 
 // Between checks once the spin is over: a peer that is late computes (a large reduction) or
@@ -100,9 +99,8 @@ void pause_between_checks(const FlagWait* flags, const Request* reqs, size_t cou
     // before and changed the value the futex compares with.
     const uint64_t seen = flags[i].flag->load();
     if (seen < flags[i].want) {
-      const struct timespec limit = {0, 1000 * 1000};
-      syscall(SYS_futex, futex_word(flags[i].flag), FUTEX_WAIT, static_cast<uint32_t>(seen), &limit,
-              nullptr, 0);
+      common::futex_wait(futex_word(flags[i].flag), static_cast<uint32_t>(seen),
+                         std::chrono::milliseconds(1), common::FutexScope::kShared);
     }
     flags[i].sleepers->fetch_sub(1);
     return;
@@ -155,7 +153,7 @@ Status wait_flags_loop(const FlagWait* flags, Request* reqs, size_t count, WaitR
 void raise_flag(std::atomic<uint64_t>* flag, std::atomic<uint32_t>* sleepers, uint64_t value) {
   flag->store(value);  // sequentially consistent with the load of sleepers below
   if (sleepers->load() == 0) return;
-  syscall(SYS_futex, futex_word(flag), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  common::futex_wake(futex_word(flag), INT_MAX, common::FutexScope::kShared);
 }
 
 FlagWaitHooks flag_wait_hooks(Transport& transport, const TransportOptions& options) {
