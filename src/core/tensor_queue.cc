@@ -102,6 +102,13 @@ const void* TensorQueue::input_of(int32_t process_set, const std::string& name) 
   return it == entries_.end() ? nullptr : it->second.input;
 }
 
+const void* TensorQueue::in_place_buffer_of(int32_t process_set, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(Key(process_set, name));
+  if (it == entries_.end() || it->second.input != it->second.output) return nullptr;
+  return it->second.input;
+}
+
 bool TensorQueue::take(int32_t process_set, const std::string& name, TensorEntry* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(Key(process_set, name));

@@ -67,6 +67,8 @@ class TensorQueue {
   bool request_of(int32_t process_set, const std::string& name, Request* out) const;
   // The input buffer of `name` in `process_set`; null if it is not in flight.
   const void* input_of(int32_t process_set, const std::string& name) const;
+  // The buffer of a pending op whose input is its output; null otherwise.
+  const void* in_place_buffer_of(int32_t process_set, const std::string& name) const;
   // Removes and returns the entry of `name` in `process_set`; false if it is not in flight.
   bool take(int32_t process_set, const std::string& name, TensorEntry* out);
   // Removes and returns every entry of a process set.

@@ -5,6 +5,7 @@
 // void when one posted another or withdrew. A voided op goes to the negotiation as before.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -15,13 +16,22 @@ enum class LaneVerdict { kUndecided, kRun, kVoid };
 // Sets of up to this many members take the lane: lane_sleepers() names them in one word.
 constexpr int kLaneMaxMembers = 64;
 
+// The buffer of the op a member posts, where it is one tensor reduced in place (data null
+// otherwise): the board can then tell its peers that the description it holds already is that
+// op's, so that the op needs no meeting for its description (board.h).
+struct LaneBuffer {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
 class LaneBoard {
  public:
   virtual ~LaneBoard() = default;
   // The agreement this member posts next: one past the last decided one.
   virtual uint64_t lane_next() = 0;
-  // Posts this member's op for agreement k; false if its signature does not fit the board.
-  virtual bool lane_post(uint64_t k, const std::string& signature) = 0;
+  // Posts this member's op for agreement k, on `buffer`; false if its signature does not fit
+  // the board.
+  virtual bool lane_post(uint64_t k, const std::string& signature, const LaneBuffer& buffer) = 0;
   // Whether a peer posted for agreement k or a later one.
   virtual bool lane_peer_posted(uint64_t k) const = 0;
   // k's verdict, deciding it once every member posted k.

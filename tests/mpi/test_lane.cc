@@ -31,15 +31,20 @@ uint64_t rounds_so_far() {
   return hvd_stats_get(&s) == HVD_SUCCESS ? s.rounds : 0;
 }
 
-// Float32 allreduce of `data` (count elements) in place under `name`; waits.
-hvd_status_t allreduce_in_place(float* data, size_t count, const std::string& name, int32_t op) {
+// Float32 allreduce of `input` (count elements) into `output` under `name`; waits.
+hvd_status_t allreduce_into(float* input, float* output, size_t count, const std::string& name,
+                            int32_t op) {
   int64_t shape[1] = {static_cast<int64_t>(count)};
-  hvd_tensor_t t = {data, HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+  hvd_tensor_t t = {input, HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
   hvd_handle_t h = 0;
-  hvd_status_t s = hvd_allreduce_async(&t, data, op, name.c_str(), nullptr, &h);
+  hvd_status_t s = hvd_allreduce_async(&t, output, op, name.c_str(), nullptr, &h);
   if (s == HVD_SUCCESS) s = hvd_wait(h);
   hvd_handle_free(h);
   return s;
+}
+
+hvd_status_t allreduce_in_place(float* data, size_t count, const std::string& name, int32_t op) {
+  return allreduce_into(data, data, count, name, op);
 }
 
 // Element i of rank r's input in step `step`: small integers, so every sum is exact.
@@ -261,6 +266,51 @@ void test_metadata_changes(Results& results) {
   }
 }
 
+// Values no sum of inputs holds: a peer reading this buffer instead of the op's shows up.
+void poison(float* data, size_t count) {
+  for (size_t i = 0; i < count; ++i) data[i] = 1e6f + static_cast<float>(hvd_rank());
+}
+
+// One name on hvd_mem_alloc buffers that change between lane ops: a lane op skips the
+// descriptions' exchange where every rank's buffer is the one it described last (board.h), so
+// each phase changes what some rank reduces (every rank, one rank, a region freed and allocated
+// again, out of place in between) with the buffer it left poisoned. Every result is checked.
+void test_buffer_changes(Results& results) {
+  constexpr size_t kCount = kLaneFloats;
+  float* a = shared_floats(results, "lane.buffer-changes", kCount);
+  float* b = shared_floats(results, "lane.buffer-changes", kCount);
+  float* c = shared_floats(results, "lane.buffer-changes", kCount);
+  bool ok = a != nullptr && b != nullptr && c != nullptr;
+  std::string detail = ok ? "" : "hvd_mem_alloc failed";
+  const bool last = hvd_rank() == hvd_size() - 1;
+  for (int step = 0; step < 60 && ok; ++step) {
+    const int phase = step / 10;
+    if (phase == 3) {  // a region freed and allocated again, often at the same address
+      hvd_mem_free(a);
+      a = shared_floats(results, "lane.buffer-changes", kCount);
+      if (a == nullptr) break;
+    }
+    float* mine = a;
+    if (phase == 1 && step % 2 == 1) mine = b;
+    if (phase == 2 && last) mine = b;
+    const bool out_of_place = phase == 4 && step % 2 == 1;
+    poison(mine == a ? b : a, kCount);
+    poison(c, kCount);
+    fill(mine, kCount, step);
+    float* result = out_of_place ? c : mine;
+    const hvd_status_t s =
+        out_of_place ? allreduce_into(mine, c, kCount, "lane.buffer-changes", HVD_OP_SUM)
+                     : allreduce_in_place(mine, kCount, "lane.buffer-changes", HVD_OP_SUM);
+    ok = s == HVD_SUCCESS && check_sum(result, kCount, step, &detail);
+    if (s != HVD_SUCCESS) detail = status_text(s);
+    if (!ok) detail = "step " + std::to_string(step) + ": " + detail;
+  }
+  record(results, "lane.buffer-changes", ok, detail);
+  for (float* p : {a, b, c}) {
+    if (p != nullptr) hvd_mem_free(p);
+  }
+}
+
 }  // namespace
 
 int run_lane_suite() {
@@ -278,6 +328,7 @@ int run_lane_suite() {
   test_other_order(results);
   test_between_other_collectives(results);
   test_metadata_changes(results);
+  test_buffer_changes(results);
   test_wait_loops(results);  // the lane again after all that
   test_lane_taken(results);
   test_hand_over(results);  // last: its callback op ends caller driving for good

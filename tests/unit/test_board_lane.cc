@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "memory/peer_regions.h"
+#include "memory/shared_regions.h"
 #include "ops/cpu/local/board.h"
 
 namespace hvdc::ops::cpu::local {
 namespace {
 
+using ops::LaneBuffer;
 using ops::LaneVerdict;
 
 class BoardLaneTest : public ::testing::Test {
@@ -30,6 +32,14 @@ class BoardLaneTest : public ::testing::Test {
   }
   Board& a() { return *boards_[0]; }
   Board& b() { return *boards_[1]; }
+  // Both boards' last descriptions were of buffer_, as of now.
+  void describe_buffer_on_both() {
+    for (auto& board : boards_) board->note_described(buffer_, sizeof buffer_, regions_now());
+  }
+  static uint64_t regions_now() { return memory::regions_generation(); }
+  LaneBuffer whole() { return {buffer_, sizeof buffer_}; }
+
+  alignas(64) char buffer_[256] = {0};
 
   memory::PeerRegions regions_;
   std::unique_ptr<Board> boards_[2];
@@ -38,10 +48,10 @@ class BoardLaneTest : public ::testing::Test {
 TEST_F(BoardLaneTest, EqualPostsRunOnBothMembers) {
   ASSERT_EQ(1u, a().lane_next());
   ASSERT_EQ(1u, b().lane_next());
-  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  ASSERT_TRUE(a().lane_post(1, "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kUndecided, a().lane_decide(1));  // b has not posted
   EXPECT_TRUE(b().lane_peer_posted(1));
-  ASSERT_TRUE(b().lane_post(1, "grad.0"));
+  ASSERT_TRUE(b().lane_post(1, "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(1));
   EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(1));
   // Decided to run: a late withdrawal cannot void it.
@@ -51,28 +61,28 @@ TEST_F(BoardLaneTest, EqualPostsRunOnBothMembers) {
 }
 
 TEST_F(BoardLaneTest, DifferentPostsVoidOnBothMembers) {
-  ASSERT_TRUE(a().lane_post(1, "grad.0"));
-  ASSERT_TRUE(b().lane_post(1, "grad.1"));
+  ASSERT_TRUE(a().lane_post(1, "grad.0", {}));
+  ASSERT_TRUE(b().lane_post(1, "grad.1", {}));
   EXPECT_EQ(LaneVerdict::kVoid, a().lane_decide(1));
   EXPECT_EQ(LaneVerdict::kVoid, b().lane_decide(1));
   // Same length, one byte apart.
-  ASSERT_TRUE(a().lane_post(2, std::string("x\0y", 3)));
-  ASSERT_TRUE(b().lane_post(2, std::string("x\0z", 3)));
+  ASSERT_TRUE(a().lane_post(2, std::string("x\0y", 3), {}));
+  ASSERT_TRUE(b().lane_post(2, std::string("x\0z", 3), {}));
   EXPECT_EQ(LaneVerdict::kVoid, b().lane_decide(2));
   EXPECT_EQ(LaneVerdict::kVoid, a().lane_decide(2));
 }
 
 TEST_F(BoardLaneTest, WithdrawalBeforeThePeerPostsVoids) {
-  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  ASSERT_TRUE(a().lane_post(1, "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(1));
   // b comes late with the same op: it sees agreement 1 decided and posts for 2.
   EXPECT_EQ(2u, b().lane_next());
-  ASSERT_TRUE(b().lane_post(2, "grad.0"));
+  ASSERT_TRUE(b().lane_post(2, "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kUndecided, b().lane_decide(2));
 }
 
 TEST_F(BoardLaneTest, PeerAnswersAPostWithAVoid) {
-  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  ASSERT_TRUE(a().lane_post(1, "grad.0", {}));
   const uint64_t k = b().lane_next();
   ASSERT_TRUE(b().lane_peer_posted(k));
   EXPECT_EQ(LaneVerdict::kVoid, b().lane_withdraw(k));
@@ -82,11 +92,11 @@ TEST_F(BoardLaneTest, PeerAnswersAPostWithAVoid) {
 
 TEST_F(BoardLaneTest, PosterLearnsAVoidAfterLaterAgreements) {
   // b posted 1 but does not look again while a voids 1 and then 2 and 3 are decided.
-  ASSERT_TRUE(b().lane_post(1, "late"));
+  ASSERT_TRUE(b().lane_post(1, "late", {}));
   EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(a().lane_next()));
   for (uint64_t k = 2; k <= 3; ++k) {
     ASSERT_EQ(k, a().lane_next());
-    ASSERT_TRUE(a().lane_post(k, "next"));
+    ASSERT_TRUE(a().lane_post(k, "next", {}));
     EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(k));
   }
   EXPECT_EQ(LaneVerdict::kVoid, b().lane_decide(1));
@@ -94,12 +104,12 @@ TEST_F(BoardLaneTest, PosterLearnsAVoidAfterLaterAgreements) {
 }
 
 TEST_F(BoardLaneTest, StalePostDoesNotDecideALaterAgreement) {
-  ASSERT_TRUE(a().lane_post(1, "grad.0"));
+  ASSERT_TRUE(a().lane_post(1, "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kVoid, a().lane_withdraw(1));
   // a posts 2; b's counter still says 1 (it never posted): 2 stays undecided.
-  ASSERT_TRUE(a().lane_post(2, "grad.0"));
+  ASSERT_TRUE(a().lane_post(2, "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kUndecided, a().lane_decide(2));
-  ASSERT_TRUE(b().lane_post(b().lane_next(), "grad.0"));
+  ASSERT_TRUE(b().lane_post(b().lane_next(), "grad.0", {}));
   EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(2));
 }
 
@@ -112,9 +122,63 @@ TEST_F(BoardLaneTest, SleepersAreFlaggedToTheirPeers) {
   EXPECT_EQ(0u, a().lane_sleepers());
 }
 
+// A post names its buffer as described already only where the board's last description was
+// of that buffer and no region came or went since; the op run on such posts takes it once.
+TEST_F(BoardLaneTest, PostsOfTheDescribedBufferSkipTheDescriptions) {
+  describe_buffer_on_both();
+  ASSERT_TRUE(a().lane_post(1, "grad.0", whole()));
+  ASSERT_TRUE(b().lane_post(1, "grad.0", whole()));
+  EXPECT_FALSE(a().take_described_run());  // not decided yet
+  ASSERT_EQ(LaneVerdict::kRun, a().lane_decide(1));
+  ASSERT_EQ(LaneVerdict::kRun, b().lane_decide(1));
+  EXPECT_TRUE(a().take_described_run());
+  EXPECT_TRUE(b().take_described_run());
+  EXPECT_FALSE(a().take_described_run());  // once per agreement
+}
+
+TEST_F(BoardLaneTest, OneMemberWithAnotherBufferMakesEveryMemberDescribe) {
+  describe_buffer_on_both();
+  ASSERT_TRUE(a().lane_post(1, "grad.0", whole()));
+  ASSERT_TRUE(b().lane_post(1, "grad.0", {buffer_ + 64, 128}));  // same op, other buffer
+  ASSERT_EQ(LaneVerdict::kRun, a().lane_decide(1));
+  ASSERT_EQ(LaneVerdict::kRun, b().lane_decide(1));
+  EXPECT_FALSE(a().take_described_run());
+  EXPECT_FALSE(b().take_described_run());
+  // The same buffer with another length, or none (out of place), names nothing either.
+  ASSERT_TRUE(a().lane_post(2, "grad.0", {buffer_, 128}));
+  ASSERT_TRUE(b().lane_post(2, "grad.0", {}));
+  ASSERT_EQ(LaneVerdict::kRun, a().lane_decide(2));
+  EXPECT_FALSE(a().take_described_run());
+}
+
+TEST_F(BoardLaneTest, ARegionAllocatedSinceOrAForgottenDescriptionNamesNothing) {
+  describe_buffer_on_both();
+  void* region = nullptr;
+  ASSERT_TRUE(memory::allocate_region(4096, &region).is_ok());  // a buffer may have moved into it
+  ASSERT_TRUE(a().lane_post(1, "grad.0", whole()));
+  ASSERT_TRUE(b().lane_post(1, "grad.0", whole()));
+  ASSERT_EQ(LaneVerdict::kRun, a().lane_decide(1));
+  EXPECT_FALSE(a().take_described_run());
+  ASSERT_TRUE(memory::free_region(region).is_ok());
+  describe_buffer_on_both();
+  b().forget_described();
+  ASSERT_TRUE(a().lane_post(2, "grad.0", whole()));
+  ASSERT_TRUE(b().lane_post(2, "grad.0", whole()));
+  ASSERT_EQ(LaneVerdict::kRun, b().lane_decide(2));
+  EXPECT_FALSE(b().take_described_run());
+}
+
+TEST_F(BoardLaneTest, AVoidedPostIsNotTakenAsDescribed) {
+  describe_buffer_on_both();
+  ASSERT_TRUE(a().lane_post(1, "grad.0", whole()));
+  ASSERT_TRUE(b().lane_post(1, "grad.1", whole()));
+  ASSERT_EQ(LaneVerdict::kVoid, a().lane_decide(1));
+  EXPECT_FALSE(a().take_described_run());
+}
+
 TEST_F(BoardLaneTest, LongSignatureDoesNotFit) {
-  EXPECT_FALSE(a().lane_post(1, std::string(4096, 'n')));
-  EXPECT_TRUE(a().lane_post(1, std::string(400, 'n')));
+  EXPECT_FALSE(a().lane_post(1, std::string(4096, 'n'), {}));
+  EXPECT_TRUE(a().lane_post(1, std::string(400, 'n'), {}));
 }
 
 }  // namespace

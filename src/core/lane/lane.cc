@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/dtype.h"
 #include "transport/tag.h"
 
 namespace hvdc::core {
@@ -36,6 +37,15 @@ ops::LaneBoard* Lane::board_of(const SetState& set) {
   return board;
 }
 
+// The op's buffer where it reduces one tensor in place (ops/lane.h), so that the board can tell
+// whether its description there already is this op's.
+ops::LaneBuffer Lane::lane_buffer(const Request& r) const {
+  ops::LaneBuffer buffer;
+  buffer.data = ctx_.queue->in_place_buffer_of(r.process_set, r.name);
+  if (buffer.data != nullptr) buffer.bytes = element_count(r.shape) * common::dtype_size(r.dtype);
+  return buffer;
+}
+
 bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
                  const std::deque<Response>& agreed) {
   if (!eligible(set, request)) return false;
@@ -48,7 +58,7 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
   }
   lane_signature(slot, set.op_seq, &signature_);
   const uint64_t k = board->lane_next();
-  if (!board->lane_post(k, signature_)) return false;
+  if (!board->lane_post(k, signature_, lane_buffer(request))) return false;
   holds_ = true;
   posted_.board = board;
   posted_.ranks = set.info.ranks;  // into the storage of the last op's

@@ -95,6 +95,7 @@ class Lane {
     std::vector<int> ranks;
   };
   bool eligible(const SetState& set, const Request& request) const;
+  ops::LaneBuffer lane_buffer(const Request& r) const;
   ops::LaneBoard* board_of(const SetState& set);
   bool act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed);
   void answer_peers(const std::deque<Response>& agreed);

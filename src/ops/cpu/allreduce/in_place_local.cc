@@ -418,14 +418,52 @@ void open_board_views(Comm& comm, const Pieces& out, SetAccess& set, const Board
   }
 }
 
+// Whether the description on this member's board is `mine`.
+bool board_holds(const Board& board, int index, const std::string& mine) {
+  size_t bytes = 0;
+  const char* desc = board.description(index, &bytes);
+  return bytes == mine.size() && std::memcmp(desc, mine.data(), bytes) == 0;
+}
+
+// What the op leaves described on the board, for the lane's next post to name (board.h): one
+// buffer in place, shown to the peers as it is, in one window that no member staged.
+void note_described(Board& board, const OwnBuffers& own, const SetAccess& set,
+                    const WindowOutcome& outcome, bool ran) {
+  const bool one_buffer = own.in.count() == 1 && same_pieces(own.in, own.out) &&
+                          same_pieces(own.shown_in, own.in) && same_pieces(own.shown_out, own.out);
+  if (ran && one_buffer && !own.staging && !outcome.staging && own.op_bytes == own.out.bytes()) {
+    board.note_described(own.in.piece(0).data, own.in.bytes(), set.described_regions);
+  } else {
+    board.forget_described();
+  }
+}
+
+// The descriptions' exchange on the boards, or none where every member posted this lane op as
+// described already (board.h). Then `mine` must be what this member's board holds, as the
+// peers read that one: where it is not, *broken says so, for the op's outcome.
+Status exchange_descriptions(Comm& comm, Board& board, const std::string& mine, uint64_t op,
+                             Status* broken) {
+  if (!comm.lane || !board.take_described_run()) {
+    board.post_description(mine, op);
+    return board.wait(comm, /*written=*/false, op);
+  }
+  if (!board_holds(board, comm.index, mine)) {
+    *broken = make_error(HVD_ERR_INTERNAL,
+                         "rank %d posted a lane allreduce as described already, but its "
+                         "description changed",
+                         comm.members[comm.index]);
+  }
+  return Status::ok();
+}
+
 // The op with both exchanges on the members' boards (board.h).
 Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
                        const std::string& mine, SetAccess& set, WindowOutcome* outcome) {
   LocalAccess& access = *comm.local;
   Board& board = *set.board;
   const uint64_t op = board.next_op();
-  board.post_description(mine, op);
-  HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/false, op));
+  Status broken;
+  HVDC_RETURN_IF_ERROR(exchange_descriptions(comm, board, mine, op, &broken));
   outcome->staging =
       any_staging(comm, [&](int m, size_t* bytes) { return board.description(m, bytes); });
   const std::vector<PeerViews>& views = set.views;
@@ -436,11 +474,13 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   }
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
-  const Status st = use ? reduce_opened(comm, own, spec, views, needs_cma, opened) : opened;
+  Status st = use ? reduce_opened(comm, own, spec, views, needs_cma, opened) : opened;
+  if (!broken.is_ok()) st = broken;  // the peers hear of it with the outcome
   // Also when the verdict turned this op away: no member may post its next description while
   // another still reads this one.
   board.post_outcome(st, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/true, op));
+  note_described(board, own, set, *outcome, use && st.is_ok());
   outcome->ran = use;
   if (!use) return Status::ok();
   return agree_outcomes(comm, st, "reduce its part and write it in place",

@@ -7,6 +7,14 @@
 // each says only after it read every description of op k; and its outcome only after every
 // description of op k + 1 was posted, so each stays while it is read. The boards also carry the
 // set's lane (ops/lane.h, board_lane.cc).
+//
+// An op agreed on the lane can skip the description exchange: its agreement already says that
+// every member's input is ready (each posted only once its op was submitted) and that every
+// member is done with the last op (each posts only with nothing else in flight). What remains
+// is the descriptions, and a member whose description on the board already is the one it would
+// post says so with its post (the same single buffer in place as the last op on the board, one
+// window, nothing staged, no region mapped or freed since: then describing it again yields the
+// same bytes). Where every member said so, the op goes straight to its reduction.
 #pragma once
 
 #include <sys/types.h>
@@ -62,9 +70,17 @@ class Board : public LaneBoard {
   // Set once every member found every peer's board open (agreed through the transport).
   bool ready = false;
 
+  // What the description this member posted last describes (note_described), or nothing
+  // that a post can name (forget_described): set by every op on the board.
+  void note_described(const void* data, size_t bytes, uint64_t regions);
+  void forget_described();
+  // Whether the op now running is the one the lane agreed on last, and every member posted it
+  // as described already (above). Asked once per op: it then no longer holds.
+  bool take_described_run();
+
   // The lane (board_lane.cc).
   uint64_t lane_next() override;
-  bool lane_post(uint64_t k, const std::string& signature) override;
+  bool lane_post(uint64_t k, const std::string& signature, const LaneBuffer& buffer) override;
   bool lane_peer_posted(uint64_t k) const override;
   LaneVerdict lane_decide(uint64_t k) override;
   LaneVerdict lane_withdraw(uint64_t k) override;
@@ -81,7 +97,13 @@ class Board : public LaneBoard {
   Slot* own_ = nullptr;
   memory::RegionRef ref_;
   uint64_t op_ = 0;
-  uint64_t lane_seen_ = 0;    // the last agreement seen decided
+  uint64_t lane_seen_ = 0;  // the last agreement seen decided
+  uint64_t lane_ran_ = 0;   // the last agreement seen decided to run, until an op takes it
+  struct Described {
+    const void* data = nullptr;  // null: nothing a post can name
+    size_t bytes = 0;
+    uint64_t regions = 0;  // memory::regions_generation() when it was described
+  } described_;
   std::vector<Slot*> slots_;  // by member index, this member's own included; null: not open
 };
 

@@ -32,11 +32,35 @@ uint64_t Board::lane_next() {
   return lane_seen_ + 1;
 }
 
-bool Board::lane_post(uint64_t k, const std::string& signature) {
+bool Board::lane_post(uint64_t k, const std::string& signature, const LaneBuffer& buffer) {
   if (signature.size() > kLaneSignatureBytes) return false;
   own_->lane_bytes = static_cast<uint32_t>(signature.size());
   std::memcpy(own_->lane_signature, signature.data(), signature.size());
+  const bool described = buffer.data != nullptr && buffer.data == described_.data &&
+                         buffer.bytes == described_.bytes &&
+                         memory::regions_generation() == described_.regions;
+  own_->lane_described = described ? k : 0;
   own_->lane_posted.store(k, std::memory_order_release);
+  return true;
+}
+
+void Board::note_described(const void* data, size_t bytes, uint64_t regions) {
+  described_ = {data, bytes, regions};
+}
+
+void Board::forget_described() {
+  described_ = Described();
+}
+
+// The members' words are read after the verdict, which came after every member's post (each
+// wrote its word before its post), and none posts again before this op is done everywhere.
+bool Board::take_described_run() {
+  const uint64_t k = lane_ran_;
+  lane_ran_ = 0;
+  if (k == 0) return false;
+  for (const Slot* slot : slots_) {
+    if (slot->lane_described != k) return false;
+  }
   return true;
 }
 
@@ -52,7 +76,9 @@ LaneVerdict Board::lane_observe(uint64_t decided, uint64_t k) {
   lane_seen_ = std::max(lane_seen_, at);
   if (at < k) return LaneVerdict::kUndecided;
   if (at > k) return LaneVerdict::kVoid;
-  return (decided & 3) == kRun ? LaneVerdict::kRun : LaneVerdict::kVoid;
+  if ((decided & 3) != kRun) return LaneVerdict::kVoid;
+  lane_ran_ = k;
+  return LaneVerdict::kRun;
 }
 
 // Whether every member posted k with this member's signature. A peer's signature is read after

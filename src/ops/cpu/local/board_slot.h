@@ -29,6 +29,8 @@ struct Board::Slot {
   alignas(64) std::atomic<uint64_t> lane_posted{0};
   std::atomic<uint32_t> lane_asleep{0};  // its engine thread sleeps with its post held
   uint32_t lane_bytes = 0;
+  // The agreement whose op `desc` already describes (board.h), written before lane_posted.
+  uint64_t lane_described = 0;
   char lane_signature[kLaneSignatureBytes] = {0};
   alignas(64) uint64_t desc_bytes = 0;
   char desc[1];  // up to kBoardBytes - offsetof(desc)
