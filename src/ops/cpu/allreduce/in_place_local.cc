@@ -418,13 +418,6 @@ void open_board_views(Comm& comm, const Pieces& out, SetAccess& set, const Board
   }
 }
 
-// Whether the description on this member's board is `mine`.
-bool board_holds(const Board& board, int index, const std::string& mine) {
-  size_t bytes = 0;
-  const char* desc = board.description(index, &bytes);
-  return bytes == mine.size() && std::memcmp(desc, mine.data(), bytes) == 0;
-}
-
 // What the op leaves described on the board, for the lane's next post to name (board.h): one
 // buffer in place, shown to the peers as it is, in one window that no member staged.
 void note_described(Board& board, const OwnBuffers& own, const SetAccess& set,
@@ -447,7 +440,7 @@ Status exchange_descriptions(Comm& comm, Board& board, const std::string& mine, 
     board.post_description(mine, op);
     return board.wait(comm, /*written=*/false, op);
   }
-  if (!board_holds(board, comm.index, mine)) {
+  if (!board.holds_description(mine)) {
     *broken = make_error(HVD_ERR_INTERNAL,
                          "rank %d posted a lane allreduce as described already, but its "
                          "description changed",

@@ -59,11 +59,15 @@ bool Board::fits(size_t bytes) const {
   return bytes <= kBoardBytes - offsetof(Slot, desc);
 }
 
+bool Board::holds_description(const std::string& desc) const {
+  return own_->desc_bytes == desc.size() && std::memcmp(own_->desc, desc.data(), desc.size()) == 0;
+}
+
 void Board::post_description(const std::string& desc, uint64_t op) {
   // Rewritten only where it changed: a store to a line the peers read takes it out of their
   // caches, and in a loop over the same buffers each of them then missed on every line of it
   // for every op. The comparison reads this member's own lines.
-  if (own_->desc_bytes != desc.size() || std::memcmp(own_->desc, desc.data(), desc.size()) != 0) {
+  if (!holds_description(desc)) {
     own_->desc_bytes = desc.size();
     std::memcpy(own_->desc, desc.data(), desc.size());
   }

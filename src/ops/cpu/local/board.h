@@ -60,6 +60,8 @@ class Board : public LaneBoard {
   uint64_t next_op() { return ++op_; }
   uint64_t ops() const { return op_; }  // how many ran on the boards
   void post_description(const std::string& desc, uint64_t op);
+  // Whether this member's board holds `desc` as its description.
+  bool holds_description(const std::string& desc) const;
   void post_outcome(const Status& st, uint64_t op);
   // Waits until every peer posted its description (written false) or outcome of `op`.
   Status wait(Comm& comm, bool written, uint64_t op) const;
