@@ -20,15 +20,16 @@ Status wait_for(OpState& op) {
   return op.wait(engine != nullptr && !drove ? engine->spin_micros() : 0);  // spun already
 }
 
+Status unknown_handle(hvd_handle_t handle) {
+  return hvdc::common::make_error(HVD_ERR_INVALID_HANDLE,
+                                  "handle 0x%llx is unknown, stale or already freed",
+                                  static_cast<unsigned long long>(handle));
+}
+
 Status find(hvd_handle_t handle, std::shared_ptr<OpState>* out) {
   HVDC_RETURN_IF_ERROR(hvdc::api::check_not_forked());
   *out = state().handles.find(handle);
-  if (!*out) {
-    return hvdc::common::make_error(HVD_ERR_INVALID_HANDLE,
-                                    "handle 0x%llx is unknown, stale or already freed",
-                                    static_cast<unsigned long long>(handle));
-  }
-  return Status::ok();
+  return *out ? Status::ok() : unknown_handle(handle);
 }
 
 // The op of a handle that finished successfully (its outputs may be read).
@@ -121,6 +122,12 @@ hvd_status_t hvd_handle_received_splits(hvd_handle_t handle, int32_t* splits, in
 
 hvd_status_t hvd_handle_free(hvd_handle_t handle) {
   return guarded([&] {
+    HVDC_RETURN_IF_ERROR(hvdc::api::check_not_forked());
+    // Usually the op is done (hvd_wait came first): one look at the table frees it.
+    using Release = hvdc::core::HandleTable::Release;
+    const Release release = state().handles.erase_if_done(handle);
+    if (release == Release::kFreed) return Status::ok();
+    if (release == Release::kUnknown) return unknown_handle(handle);
     std::shared_ptr<OpState> op;
     HVDC_RETURN_IF_ERROR(find(handle, &op));
     if (!op->done()) nudge_engine();

@@ -240,8 +240,9 @@ void Engine::start_collaborators() {
   context.tracer = &tracer_;
   context.fail = fail;
   context.terminated = &termination_->status();
-  context.lane_offer = [this](SetState& set, const Request& request, uint32_t slot) {
-    return lane_->offer(set, request, slot, responses_);
+  context.lane_offer = [this](SetState& set, const Request& request, uint32_t slot,
+                              const void* in_place) {
+    return lane_->offer(set, request, slot, in_place, responses_, pass_started_);
   };
   negotiation_ = std::make_unique<Negotiation>(negotiation, std::move(context));
   StageContext stage;
@@ -377,6 +378,7 @@ void Engine::run() {
 constexpr auto kSeldomMessagesPoll = std::chrono::microseconds(20);
 
 bool Engine::step(std::chrono::steady_clock::time_point now) {
+  pass_started_ = now;
   bool busy = false;
   const int events = transport_ ? transport_->progress() : 0;
   busy |= events > 0;

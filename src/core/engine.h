@@ -175,6 +175,8 @@ class Engine {
   HangReports hang_reports_;
   std::chrono::steady_clock::time_point next_pending_check_;  // watch_pending's next turn
   std::chrono::steady_clock::time_point next_seldom_poll_;    // step()'s (kSeldomMessagesPoll)
+  // The time step() was given, for what it posts on the lane: no clock read of its own.
+  std::chrono::steady_clock::time_point pass_started_;
   bool polled_seldom_ = false;  // the last pass looked for the seldom kinds of message
 
   // Whoever runs a pass holds pass_mutex_: the engine thread, or an API thread in drive(). The

@@ -35,12 +35,29 @@ bool HandleTable::erase(hvd_handle_t handle) {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot* slot = const_cast<Slot*>(slot_of(handle));
   if (slot == nullptr) return false;
+  release_locked(slot);
+  return true;
+}
+
+HandleTable::Release HandleTable::erase_if_done(hvd_handle_t handle) {
+  std::shared_ptr<OpState> state;  // released after the lock: its last reference may free outputs
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Slot* slot = const_cast<Slot*>(slot_of(handle));
+    if (slot == nullptr) return Release::kUnknown;
+    if (!slot->state->done()) return Release::kPending;
+    state = std::move(slot->state);
+    release_locked(slot);
+  }
+  return Release::kFreed;
+}
+
+void HandleTable::release_locked(Slot* slot) {
   slot->state.reset();
   // Generation 0 is never handed out, so handle 0 is never valid.
   if (++slot->generation == 0) slot->generation = 1;
   free_.push_back(static_cast<uint32_t>(slot - slots_.data()));
   --live_;
-  return true;
 }
 
 size_t HandleTable::live() const {

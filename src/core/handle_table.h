@@ -17,6 +17,9 @@ class HandleTable {
   hvd_handle_t insert(std::shared_ptr<OpState> state);
   std::shared_ptr<OpState> find(hvd_handle_t handle) const;  // nullptr if unknown or stale
   bool erase(hvd_handle_t handle);                           // false if unknown or stale
+  // Erases the handle if its op is done, under one lock: what freeing a finished op needs.
+  enum class Release { kFreed, kPending, kUnknown };
+  Release erase_if_done(hvd_handle_t handle);
   size_t live() const;
 
  private:
@@ -25,6 +28,7 @@ class HandleTable {
     std::shared_ptr<OpState> state;
   };
   const Slot* slot_of(hvd_handle_t handle) const;
+  void release_locked(Slot* slot);  // the slot's handle goes stale; its index is free again
 
   mutable std::mutex mutex_;
   std::vector<Slot> slots_;

@@ -68,20 +68,30 @@ void TensorQueue::insert_locked(Key&& key, TensorEntry&& entry) {
   entry.submitted = std::chrono::steady_clock::now();
   fresh_.push_back(key);
   fresh_waiting_.store(true);
-  entries_.emplace(std::move(key), std::move(entry));
+  if (spare_node_.empty()) {
+    entries_.emplace(std::move(key), std::move(entry));
+  } else {
+    spare_node_.key() = std::move(key);
+    spare_node_.mapped() = std::move(entry);
+    entries_.insert(std::move(spare_node_));  // absent (check_push_locked): the node goes in
+  }
   in_flight_.store(entries_.size(), std::memory_order_relaxed);
 }
 
-size_t TensorQueue::pop_new(std::vector<Request>* out) {
+size_t TensorQueue::pop_new(std::vector<Request>* out, std::vector<const void*>* in_place) {
   // Every pass of the engine asks; most find nothing, and need not take the callers' mutex for
   // that. A push in progress (the flag not stored yet) is taken by the next pass.
   if (!fresh_waiting_.load()) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (out->size() < fresh_.size()) out->resize(fresh_.size());
+  if (in_place != nullptr && in_place->size() < fresh_.size()) in_place->resize(fresh_.size());
   size_t n = 0;
   for (const Key& key : fresh_) {
     auto it = entries_.find(key);
-    if (it != entries_.end()) (*out)[n++] = it->second.request;  // assigned into kept storage
+    if (it == entries_.end()) continue;
+    const TensorEntry& entry = it->second;
+    if (in_place != nullptr) (*in_place)[n] = entry.input == entry.output ? entry.input : nullptr;
+    (*out)[n++] = entry.request;  // assigned into kept storage
   }
   fresh_.clear();
   fresh_waiting_.store(false);
@@ -102,19 +112,12 @@ const void* TensorQueue::input_of(int32_t process_set, const std::string& name) 
   return it == entries_.end() ? nullptr : it->second.input;
 }
 
-const void* TensorQueue::in_place_buffer_of(int32_t process_set, const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(Key(process_set, name));
-  if (it == entries_.end() || it->second.input != it->second.output) return nullptr;
-  return it->second.input;
-}
-
 bool TensorQueue::take(int32_t process_set, const std::string& name, TensorEntry* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(Key(process_set, name));
   if (it == entries_.end()) return false;
-  *out = std::move(it->second);
-  entries_.erase(it);
+  spare_node_ = entries_.extract(it);
+  *out = std::move(spare_node_.mapped());
   in_flight_.store(entries_.size(), std::memory_order_relaxed);
   return true;
 }

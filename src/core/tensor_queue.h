@@ -62,13 +62,13 @@ class TensorQueue {
   // Requests pushed since the last call, in push order: the first N of *out, N returned. The
   // elements past them are left as they were, so that a caller keeping *out between calls
   // reuses their storage (a warm step's pass copies its requests without allocating).
-  size_t pop_new(std::vector<Request>* out);
+  // With `in_place`, its first N elements are each op's buffer where its input is its output
+  // (null otherwise), looked up with the request: what the lane posts (core/lane/lane.h).
+  size_t pop_new(std::vector<Request>* out, std::vector<const void*>* in_place = nullptr);
   // A copy of the request of `name` in `process_set`; false if it is not in flight.
   bool request_of(int32_t process_set, const std::string& name, Request* out) const;
   // The input buffer of `name` in `process_set`; null if it is not in flight.
   const void* input_of(int32_t process_set, const std::string& name) const;
-  // The buffer of a pending op whose input is its output; null otherwise.
-  const void* in_place_buffer_of(int32_t process_set, const std::string& name) const;
   // Removes and returns the entry of `name` in `process_set`; false if it is not in flight.
   bool take(int32_t process_set, const std::string& name, TensorEntry* out);
   // Removes and returns every entry of a process set.
@@ -107,7 +107,11 @@ class TensorQueue {
   void wake_if_sleeping();  // after a push
 
   mutable std::mutex mutex_;
-  std::unordered_map<Key, TensorEntry, KeyHash> entries_;
+  using Entries = std::unordered_map<Key, TensorEntry, KeyHash>;
+  Entries entries_;
+  // The node of the entry taken last, reused by the next push: a loop of ops then allocates
+  // and frees no node per op.
+  Entries::node_type spare_node_;
   std::deque<Key> fresh_;
   bool closed_ = false;
   common::Status close_status_;

@@ -49,6 +49,35 @@ TEST(HandleTable, TableDropsItsReference) {
   EXPECT_TRUE(weak.expired());
 }
 
+// Freeing a finished op takes one look at the table; a pending op stays, an unknown or stale
+// handle is reported, and the handle of a freed op is stale from then on.
+TEST(HandleTable, EraseIfDoneFreesOnlyFinishedOps) {
+  using Release = HandleTable::Release;
+  HandleTable table;
+  auto a = make_state();
+  std::weak_ptr<OpState> weak = a;
+  const hvd_handle_t h = table.insert(std::move(a));
+  EXPECT_EQ(table.erase_if_done(h), Release::kPending);
+  EXPECT_EQ(table.live(), 1u);
+  ASSERT_NE(table.find(h), nullptr);
+  table.find(h)->complete(hvdc::common::Status::ok());
+  EXPECT_EQ(table.erase_if_done(h), Release::kFreed);
+  EXPECT_EQ(table.live(), 0u);
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(table.find(h), nullptr);
+  EXPECT_EQ(table.erase_if_done(h), Release::kUnknown);  // double free
+  EXPECT_FALSE(table.erase(h));
+  EXPECT_EQ(table.erase_if_done(0), Release::kUnknown);
+  // The slot is reused under a new generation: the old handle stays stale.
+  auto b = make_state();
+  b->complete(hvdc::common::Status::ok());
+  const hvd_handle_t hb = table.insert(b);
+  EXPECT_NE(hb, h);
+  EXPECT_EQ(table.erase_if_done(h), Release::kUnknown);
+  EXPECT_EQ(table.find(hb), b);
+  EXPECT_EQ(table.erase_if_done(hb), Release::kFreed);
+}
+
 TEST(HandleTable, HandleZeroIsNeverValid) {
   HandleTable table;
   EXPECT_EQ(table.find(0), nullptr);

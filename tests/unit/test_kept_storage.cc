@@ -56,6 +56,66 @@ TEST(KeptStorage, PopNewSkipsEntriesTakenBeforeThePass) {
   EXPECT_EQ(kept[0].name, "here");
 }
 
+// With a second vector, pop_new() gives each request's buffer where its input is its output,
+// in step with the requests (an entry taken before the pass shifts neither).
+TEST(KeptStorage, PopNewGivesTheInPlaceBuffersBesideTheRequests) {
+  TensorQueue queue;
+  float a[4], b_in[4], b_out[4], c[4];
+  TensorEntry in_place = entry_named("in-place", 4);
+  in_place.input = in_place.output = a;
+  TensorEntry gone = entry_named("gone", 4);
+  gone.input = gone.output = c;
+  TensorEntry apart = entry_named("apart", 4);
+  apart.input = b_in;
+  apart.output = b_out;
+  ASSERT_TRUE(queue.push(std::move(gone)).is_ok());
+  ASSERT_TRUE(queue.push(std::move(in_place)).is_ok());
+  ASSERT_TRUE(queue.push(std::move(apart)).is_ok());
+  TensorEntry taken;
+  ASSERT_TRUE(queue.take(0, "gone", &taken));
+  std::vector<Request> kept;
+  std::vector<const void*> buffers(5, c);  // leftovers from an earlier pass
+  ASSERT_EQ(queue.pop_new(&kept, &buffers), 2u);
+  EXPECT_EQ(kept[0].name, "in-place");
+  EXPECT_EQ(buffers[0], a);
+  EXPECT_EQ(kept[1].name, "apart");
+  EXPECT_EQ(buffers[1], nullptr);
+}
+
+// take() keeps the entry's node for the next push: entries pushed into it are whole, a name in
+// flight in it is still a duplicate, and the node holds no reference to the op taken from it.
+TEST(KeptStorage, ANodeTakenIsReusedWhole) {
+  TensorQueue queue;
+  float x[2], y[2];
+  TensorEntry first = entry_named("first.name.long.enough.for.the.heap", 2);
+  first.input = first.output = x;
+  std::weak_ptr<OpState> first_state = first.state;
+  ASSERT_TRUE(queue.push(std::move(first)).is_ok());
+  TensorEntry taken;
+  ASSERT_TRUE(queue.take(0, "first.name.long.enough.for.the.heap", &taken));
+  EXPECT_EQ(taken.input, x);
+  EXPECT_EQ(taken.request.shape, (std::vector<int64_t>{2}));
+  taken = TensorEntry();
+  EXPECT_TRUE(first_state.expired());
+
+  TensorEntry second = entry_named("s", 7);
+  second.input = y;
+  second.output = x;
+  ASSERT_TRUE(queue.push(std::move(second)).is_ok());
+  EXPECT_EQ(queue.in_flight(), 1u);
+  EXPECT_EQ(queue.push(entry_named("s", 1)).code(), HVD_ERR_DUPLICATE_NAME);
+  EXPECT_FALSE(queue.take(0, "first.name.long.enough.for.the.heap", &taken));
+  std::vector<Request> kept;
+  ASSERT_EQ(queue.pop_new(&kept), 1u);
+  EXPECT_EQ(kept[0].name, "s");
+  ASSERT_TRUE(queue.take(0, "s", &taken));
+  EXPECT_EQ(taken.request.name, "s");
+  EXPECT_EQ(taken.request.shape, (std::vector<int64_t>{7}));
+  EXPECT_EQ(taken.input, y);
+  EXPECT_EQ(taken.output, x);
+  EXPECT_EQ(queue.in_flight(), 0u);
+}
+
 SetState two_member_set() {
   ProcessSetInfo info;
   info.ranks = {0, 1};

@@ -39,15 +39,15 @@ ops::LaneBoard* Lane::board_of(const SetState& set) {
 
 // The op's buffer where it reduces one tensor in place (ops/lane.h), so that the board can tell
 // whether its description there already is this op's.
-ops::LaneBuffer Lane::lane_buffer(const Request& r) const {
+ops::LaneBuffer Lane::lane_buffer(const Request& r, const void* in_place) {
   ops::LaneBuffer buffer;
-  buffer.data = ctx_.queue->in_place_buffer_of(r.process_set, r.name);
+  buffer.data = in_place;
   if (buffer.data != nullptr) buffer.bytes = element_count(r.shape) * common::dtype_size(r.dtype);
   return buffer;
 }
 
-bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
-                 const std::deque<Response>& agreed) {
+bool Lane::offer(SetState& set, const Request& request, uint32_t slot, const void* in_place,
+                 const std::deque<Response>& agreed, std::chrono::steady_clock::time_point now) {
   if (!eligible(set, request)) return false;
   ops::LaneBoard* board = board_of(set);
   if (board == nullptr) return false;
@@ -58,13 +58,12 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot,
   }
   lane_signature(slot, set.op_seq, &signature_);
   const uint64_t k = board->lane_next();
-  if (!board->lane_post(k, signature_, lane_buffer(request))) return false;
+  if (!board->lane_post(k, signature_, lane_buffer(request, in_place))) return false;
   holds_ = true;
   posted_.board = board;
   posted_.ranks = set.info.ranks;  // into the storage of the last op's
   posted_.k = k;
-  posted_.since = std::chrono::steady_clock::now();
-  posted_.request = request;  // into the storage of the last op's
+  posted_.since = now;
   posted_.response = ctx_.spare_response();
   posted_.response = set.cache.response(slot);
   ctx_.tracer->lane_posted(posted_.response, ctx_.rank);
@@ -87,8 +86,16 @@ bool Lane::act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed) {
     return true;
   }
   ++ctx_.stats->lane_voids;
+  // Its request, from the queue, where it waits until it runs (none left: the queue closed, or
+  // the set went, and either failed the op).
+  Request request;
+  const Response& posted = posted_.response;
+  if (posted.names.empty() ||
+      !ctx_.queue->request_of(posted.process_set, posted.names.front(), &request)) {
+    return true;
+  }
   reporting_ = true;  // so that the negotiation does not offer it back
-  ctx_.report(posted_.request);
+  ctx_.report(std::move(request));
   reporting_ = false;
   return true;
 }

@@ -55,9 +55,11 @@ class Lane {
   explicit Lane(LaneContext context) : ctx_(std::move(context)) {}
 
   // A cached request this rank just submitted (its cache slot in `set`): true if the lane took
-  // it, false if it goes to the negotiation. `agreed`: the responses waiting to run here.
-  bool offer(SetState& set, const Request& request, uint32_t slot,
-             const std::deque<Response>& agreed);
+  // it, false if it goes to the negotiation. `in_place`: its buffer where its input is its
+  // output (else null); `agreed`: the responses waiting to run here; `now`: the time of the
+  // engine's pass, from which the post's kHoldLimit counts.
+  bool offer(SetState& set, const Request& request, uint32_t slot, const void* in_place,
+             const std::deque<Response>& agreed, std::chrono::steady_clock::time_point now);
   // Decides the op posted here (run: its response goes to the front of *agreed; void: to the
   // negotiation), and voids a peer's post that this rank cannot answer with one of its own
   // (it has other ops in flight). True if anything happened.
@@ -87,7 +89,6 @@ class Lane {
     std::vector<int> ranks;  // the set's, by member index
     uint64_t k = 0;          // its agreement
     std::chrono::steady_clock::time_point since;
-    Request request;
     Response response;  // the cached response, as it was when posted
   };
   struct KnownBoard {
@@ -95,7 +96,7 @@ class Lane {
     std::vector<int> ranks;
   };
   bool eligible(const SetState& set, const Request& request) const;
-  ops::LaneBuffer lane_buffer(const Request& r) const;
+  static ops::LaneBuffer lane_buffer(const Request& r, const void* in_place);
   ops::LaneBoard* board_of(const SetState& set);
   bool act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed);
   void answer_peers(const std::deque<Response>& agreed);

@@ -19,21 +19,23 @@ SetState* Negotiation::member_set(int32_t id) {
 }
 
 bool Negotiation::report_local_requests() {
-  const size_t fresh = ctx_.queue->pop_new(&fresh_requests_);
+  const size_t fresh = ctx_.queue->pop_new(&fresh_requests_, &fresh_in_place_);
   if (fresh == 0) return false;
   std::map<SetState*, std::vector<Request>> uncached;
-  for (size_t i = 0; i < fresh; ++i) report_request(fresh_requests_[i], &uncached);
+  for (size_t i = 0; i < fresh; ++i)
+    report_request(fresh_requests_[i], fresh_in_place_[i], &uncached);
   for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
   return true;
 }
 
 void Negotiation::report(Request request) {
   std::map<SetState*, std::vector<Request>> uncached;
-  report_request(request, &uncached);
+  report_request(request, nullptr, &uncached);
   for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
 }
 
-void Negotiation::report_request(Request& r, std::map<SetState*, std::vector<Request>>* uncached) {
+void Negotiation::report_request(Request& r, const void* in_place,
+                                 std::map<SetState*, std::vector<Request>>* uncached) {
   SetState* set = member_set(r.process_set);
   if (set == nullptr) {
     // Destroyed after the API checked it; the destruction failed everything pending before.
@@ -52,7 +54,7 @@ void Negotiation::report_request(Request& r, std::map<SetState*, std::vector<Req
   uint32_t slot = 0;
   switch (set->cache.lookup(r, &slot)) {
     case ResponseCache::Lookup::kHit: {
-      if (ctx_.lane_offer && ctx_.lane_offer(*set, r, slot)) break;
+      if (ctx_.lane_offer && ctx_.lane_offer(*set, r, slot, in_place)) break;
       PendingHit hit{slot, std::chrono::steady_clock::now()};
       const size_t bytes = round_input_size(*set, r);
       if (bytes > 0) {
