@@ -113,7 +113,7 @@ void Lane::answer_peers(const std::deque<Response>& agreed) {
   if (holds_ || ctx_.round_under_way() || !agreed.empty() || !ctx_.stage->idle()) return;
   for (const KnownBoard& known : known_boards_) {
     const uint64_t k = known.board->lane_next();
-    // The boards' loads first: the queue's count takes its lock, every pass.
+    // A peer's post first: most passes find none, and need not ask the queue (an atomic count).
     if (!known.board->lane_peer_posted(k) || ctx_.queue->in_flight() == 0) continue;
     known.board->lane_withdraw(k);
     ++ctx_.stats->lane_voids;
