@@ -311,6 +311,69 @@ void test_buffer_changes(Results& results) {
   }
 }
 
+// Ops on hvd_mem_alloc buffers taken in turn, each under its own name: each rank keeps the
+// description of up to 16 such buffers on its board (board.h), so each op may skip the
+// descriptions' exchange and read its peers' buffers through views opened for an earlier op.
+// Every phase changes what could go stale: three tensors in turn, more tensors than are kept,
+// one rank's buffers of two tensors swapped, a region freed and allocated again, heap and
+// out-of-place ops in between, and a 2 MiB op after a 2 MiB heap op (which its ranks copy
+// through their stages: the op after it is cut into windows, which no kept description names).
+// Every buffer but the op's is poisoned first, so that reading a stale one shows.
+void test_tensors_in_turn(Results& results) {
+  constexpr int kTensors = 20;
+  constexpr size_t kCount = 4 << 10;       // 16 KiB
+  constexpr size_t kBigCount = 512 << 10;  // 2 MiB
+  std::vector<float*> bufs(kTensors, nullptr);
+  bool ok = true;
+  for (float*& b : bufs) ok = ok && (b = shared_floats(results, "lane.in-turn", kCount));
+  float* big = shared_floats(results, "lane.in-turn", kBigCount);
+  std::vector<float> heap(kBigCount), out(kCount);
+  std::string detail = ok && big != nullptr ? "" : "hvd_mem_alloc failed";
+  ok = ok && big != nullptr;
+  const bool last = hvd_rank() == hvd_size() - 1;
+  for (int step = 0; step < 200 && ok; ++step) {
+    const int phase = step / 40;
+    int t = step % (phase == 1 ? kTensors : 3);
+    if (phase == 2 && last && t < 2) t = 1 - t;  // this rank's tensor t lies in the other's buffer
+    if (phase == 3 && step % 40 == 10) {
+      hvd_mem_free(bufs[0]);
+      ok = (bufs[0] = shared_floats(results, "lane.in-turn", kCount)) != nullptr;
+      if (!ok) break;
+    }
+    const std::string name = "lane.in-turn." + std::to_string(step % (phase == 1 ? kTensors : 3));
+    float* mine = bufs[t];
+    for (float* b : bufs) {
+      if (b != mine) poison(b, kCount);
+    }
+    hvd_status_t s = HVD_SUCCESS;
+    float* result = mine;
+    size_t count = kCount;
+    if (phase == 3 && step % 5 == 4) {  // out of place, from the heap, in between
+      fill(heap.data(), kCount, step);
+      s = allreduce_into(heap.data(), out.data(), kCount, "lane.in-turn.heap", HVD_OP_SUM);
+      result = out.data();
+    } else if (phase == 4 && step % 6 >= 2) {  // 2 MiB: twice, then on the heap, then again
+      const bool on_heap = step % 6 == 4;
+      result = on_heap ? heap.data() : big;
+      count = kBigCount;
+      fill(result, count, step);
+      s = allreduce_in_place(result, count, on_heap ? "lane.in-turn.heap-big" : "lane.in-turn.big",
+                             HVD_OP_SUM);
+    } else {
+      fill(mine, kCount, step);
+      s = allreduce_in_place(mine, kCount, name, HVD_OP_SUM);
+    }
+    ok = s == HVD_SUCCESS && check_sum(result, count, step, &detail);
+    if (s != HVD_SUCCESS) detail = status_text(s);
+    if (!ok) detail = "step " + std::to_string(step) + ": " + detail;
+  }
+  record(results, "lane.tensors-in-turn", ok, detail);
+  for (float* b : bufs) {
+    if (b != nullptr) hvd_mem_free(b);
+  }
+  if (big != nullptr) hvd_mem_free(big);
+}
+
 }  // namespace
 
 int run_lane_suite() {
@@ -329,6 +392,7 @@ int run_lane_suite() {
   test_between_other_collectives(results);
   test_metadata_changes(results);
   test_buffer_changes(results);
+  test_tensors_in_turn(results);
   test_wait_loops(results);  // the lane again after all that
   test_lane_taken(results);
   test_hand_over(results);  // last: its callback op ends caller driving for good

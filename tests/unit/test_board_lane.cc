@@ -176,6 +176,65 @@ TEST_F(BoardLaneTest, AVoidedPostIsNotTakenAsDescribed) {
   EXPECT_FALSE(a().take_described_run());
 }
 
+// Each member keeps the description of every single buffer in place in an area of its own: a
+// post of any of them names it as described, and the peer reads the description from the area
+// the post named. A description with no buffer goes to the general area and evicts none; the
+// area used least recently is given to a buffer new to the board.
+TEST_F(BoardLaneTest, EachKeptBufferKeepsItsDescription) {
+  alignas(64) static char buffers[kKeptDescriptions + 1][64];
+  auto buffer = [&](int i) { return LaneBuffer{buffers[i], sizeof buffers[i]}; };
+  uint64_t op = 0, k = 0;
+  auto describe = [&](int i) {  // both members post a description of buffer i; the op ran
+    ++op;
+    for (auto& board : boards_) {
+      board->post_description("desc-" + std::to_string(i), op, buffer(i));
+      board->note_described(buffers[i], sizeof buffers[i], regions_now());
+    }
+  };
+  auto described_run = [&](int i) {  // an op on buffer i, agreed; its description as b reads it
+    ++k;
+    EXPECT_TRUE(a().lane_post(k, "sig", buffer(i)));
+    EXPECT_TRUE(b().lane_post(k, "sig", buffer(i)));
+    EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(k));
+    EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(k));
+    const bool run_a = a().take_described_run();
+    const bool run_b = b().take_described_run();
+    EXPECT_EQ(run_a, run_b);  // both described the buffer alike
+    size_t bytes = 0;
+    const char* desc = b().description(0, &bytes);
+    return run_a ? std::string(desc, bytes) : std::string("(described again)");
+  };
+  for (int i = 0; i < 3; ++i) describe(i);
+  EXPECT_EQ("desc-1", described_run(1));
+  EXPECT_EQ("desc-0", described_run(0));
+  ++op;
+  for (auto& board : boards_) {
+    board->post_description("fused", op, LaneBuffer());  // no buffer of its own
+    board->forget_described();
+  }
+  EXPECT_EQ("desc-2", described_run(2));
+  EXPECT_TRUE(a().holds_description("desc-2"));
+  EXPECT_EQ("(described again)", described_run(kKeptDescriptions));  // never described
+  for (int i = 3; i < kKeptDescriptions; ++i) describe(i);           // every area taken
+  EXPECT_EQ("desc-0", described_run(0));
+  describe(kKeptDescriptions);  // into the area used least recently: buffer 1's
+  EXPECT_EQ("(described again)", described_run(1));
+  EXPECT_EQ("desc-" + std::to_string(kKeptDescriptions), described_run(kKeptDescriptions));
+  EXPECT_EQ("desc-0", described_run(0));
+  // A description posted again, whose op failed, names nothing; the others still hold.
+  ++op;
+  for (auto& board : boards_) {
+    board->post_description("desc-0, changed", op, buffer(0));
+    board->forget_described();
+  }
+  EXPECT_EQ("(described again)", described_run(0));
+  EXPECT_EQ("desc-2", described_run(2));
+  // Where a member staged, the next op is cut into windows: nothing is named at all.
+  for (auto& board : boards_) board->forget_every_described();
+  EXPECT_EQ("(described again)", described_run(2));
+  EXPECT_EQ("(described again)", described_run(3));
+}
+
 TEST_F(BoardLaneTest, LongSignatureDoesNotFit) {
   EXPECT_FALSE(a().lane_post(1, std::string(4096, 'n'), {}));
   EXPECT_TRUE(a().lane_post(1, std::string(400, 'n'), {}));

@@ -15,6 +15,7 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "ops/cpu/allreduce/allreduce.h"
+#include "ops/cpu/allreduce/in_place_views.h"
 #include "ops/cpu/allreduce/phases.h"
 #include "ops/cpu/local/local_access.h"
 #include "ops/cpu/local/peer_view.h"
@@ -36,8 +37,6 @@ using local::Verdict;
 constexpr int kStepDescribe = 0x4000;
 constexpr int kStepAgree = 0x4001;
 constexpr int kStepWritten = 0x4002;
-// Peers' regions stay mapped between ops, up to this many.
-constexpr size_t kMappedRegions = 256;
 
 // Sends `bytes` of `mine` to every other member and receives theirs: member m's at
 // all + m * bytes (this member's own slot is a copy of mine).
@@ -142,64 +141,6 @@ bool any_staging(const Comm& comm, DescOf desc_of) {
     if (local::described_staging(desc, bytes)) return true;
   }
   return false;
-}
-
-// Whether two views are made of the same pieces (where and how long).
-bool same_pieces(const Pieces& a, const Pieces& b) {
-  if (a.count() != b.count()) return false;
-  for (size_t i = 0; i < a.count(); ++i) {
-    if (a.piece(i).data != b.piece(i).data || a.piece(i).bytes != b.piece(i).bytes) return false;
-  }
-  return true;
-}
-
-// This member's description of its buffers, naming its board where it has one. Encoded into
-// set.description, and kept for the next ops on the same pieces while no region came or went
-// (which could move a piece into one or out of it).
-const std::string& describe_mine(const Pieces& in, const Pieces& out, bool staging,
-                                 SetAccess& set) {
-  const uint64_t regions = memory::regions_generation();
-  if (set.described_regions == regions && !set.description.empty() &&
-      set.described_staging == staging && same_pieces(set.described_in, in) &&
-      same_pieces(set.described_out, out)) {
-    return set.description;
-  }
-  local::BufferDesc desc = local::describe(in, out);
-  desc.staging = staging;
-  set.described_staging = staging;
-  if (set.board) desc.board = set.board->ref();
-  local::encode(desc, &set.description);
-  set.described_in = in;
-  set.described_out = out;
-  set.described_regions = regions;
-  return set.description;
-}
-
-// Opens views of each peer's buffers from its description (desc_of(m, &bytes)), and with
-// `boards`, the peers' boards named there. A view that cannot be opened goes to *opened (the
-// peers must still hear of it).
-template <typename DescOf>
-void open_views(const Comm& comm, const Pieces& out, LocalAccess& access, DescOf desc_of,
-                Board* boards, std::vector<PeerViews>* views, bool* needs_cma, Status* opened) {
-  access.regions.trim(kMappedRegions);
-  views->assign(comm.size(), PeerViews());
-  *needs_cma = false;
-  *opened = Status::ok();
-  for (int m = 0; m < comm.size(); ++m) {
-    size_t bytes = 0;
-    const char* data = desc_of(m, &bytes);
-    local::BufferDesc desc;
-    Status st = local::decode(data, bytes, out, &desc);
-    *needs_cma = *needs_cma || !desc.all_in_regions();
-    if (m == comm.index) continue;
-    if (st.is_ok() && boards != nullptr && desc.board.id != 0) {
-      (void)boards->open_peer(m, desc.pid, desc.board, access.regions);  // else: no board
-    }
-    PeerViews& v = (*views)[m];
-    if (st.is_ok()) st = v.in.open(desc.pid, comm.members[m], desc.inputs, access.regions);
-    if (st.is_ok()) st = v.out.open(desc.pid, comm.members[m], desc.outputs, access.regions);
-    if (opened->is_ok() && !st.is_ok()) *opened = st;
-  }
 }
 
 void log_fallback(LocalAccess& access, const Status& why) {
@@ -386,46 +327,25 @@ Status reduce_opened(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
                           own.stream_out, own.op_bytes, spec);
 }
 
-// Whether the views opened for the set's last op on the board serve this one: every member
-// describes what it described then, and no mapping they use went since.
-bool views_still_hold(const Comm& comm, const LocalAccess& access, const SetAccess& set,
-                      const Board& board) {
-  if (set.views_mappings != access.regions.generation()) return false;
-  if (set.peers.size() != static_cast<size_t>(comm.size())) return false;
-  for (int m = 0; m < comm.size(); ++m) {
-    size_t bytes = 0;
-    const char* desc = board.description(m, &bytes);
-    const std::string& kept = set.peers[m];
-    if (bytes != kept.size() || std::memcmp(desc, kept.data(), bytes) != 0) return false;
-  }
-  return true;
-}
-
-// Opens the views of this op's descriptions on the board, and keeps them, with the
-// descriptions, for the next ops where they all opened.
-void open_board_views(Comm& comm, const Pieces& out, SetAccess& set, const Board& board,
-                      bool* needs_cma, Status* opened) {
-  LocalAccess& access = *comm.local;
-  auto desc_of = [&](int m, size_t* bytes) { return board.description(m, bytes); };
-  open_views(comm, out, access, desc_of, nullptr, &set.views, needs_cma, opened);
-  set.views_mappings = opened->is_ok() ? access.regions.generation() : ~uint64_t{0};
-  set.views_need_cma = *needs_cma;
-  set.peers.resize(comm.size());
-  for (int m = 0; m < comm.size(); ++m) {
-    size_t bytes = 0;
-    const char* desc = board.description(m, &bytes);
-    set.peers[m].assign(desc, bytes);
-  }
-}
-
-// What the op leaves described on the board, for the lane's next post to name (board.h): one
-// buffer in place, shown to the peers as it is, in one window that no member staged.
-void note_described(Board& board, const OwnBuffers& own, const SetAccess& set,
-                    const WindowOutcome& outcome, bool ran) {
+// The buffer a description names where it can be kept on the board (board.h): one buffer in
+// place, shown to the peers as it is, in one window that this member does not stage.
+ops::LaneBuffer kept_buffer(const OwnBuffers& own) {
   const bool one_buffer = own.in.count() == 1 && same_pieces(own.in, own.out) &&
                           same_pieces(own.shown_in, own.in) && same_pieces(own.shown_out, own.out);
-  if (ran && one_buffer && !own.staging && !outcome.staging && own.op_bytes == own.out.bytes()) {
-    board.note_described(own.in.piece(0).data, own.in.bytes(), set.described_regions);
+  if (!one_buffer || own.staging || own.op_bytes != own.out.bytes()) return {};
+  return {own.in.piece(0).data, own.in.bytes()};
+}
+
+// What the op leaves described on the board, for the lane's next post to name (board.h): its
+// kept buffer, where it ran and no member staged. Where one did, the set's next op is cut into
+// windows from its start (SetAccess::last_op_staging), which no kept description names.
+void note_described(Board& board, const OwnBuffers& own, const local::OwnDescription& mine,
+                    const WindowOutcome& outcome, bool ran) {
+  const ops::LaneBuffer kept = kept_buffer(own);
+  if (outcome.staging) {
+    board.forget_every_described();
+  } else if (ran && kept.data != nullptr) {
+    board.note_described(kept.data, kept.bytes, mine.regions);
   } else {
     board.forget_described();
   }
@@ -434,10 +354,10 @@ void note_described(Board& board, const OwnBuffers& own, const SetAccess& set,
 // The descriptions' exchange on the boards, or none where every member posted this lane op as
 // described already (board.h). Then `mine` must be what this member's board holds, as the
 // peers read that one: where it is not, *broken says so, for the op's outcome.
-Status exchange_descriptions(Comm& comm, Board& board, const std::string& mine, uint64_t op,
-                             Status* broken) {
+Status exchange_descriptions(Comm& comm, Board& board, const OwnBuffers& own,
+                             const std::string& mine, uint64_t op, Status* broken) {
   if (!comm.lane || !board.take_described_run()) {
-    board.post_description(mine, op);
+    board.post_description(mine, op, kept_buffer(own));
     return board.wait(comm, /*written=*/false, op);
   }
   if (!board.holds_description(mine)) {
@@ -451,20 +371,18 @@ Status exchange_descriptions(Comm& comm, Board& board, const std::string& mine, 
 
 // The op with both exchanges on the members' boards (board.h).
 Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
-                       const std::string& mine, SetAccess& set, WindowOutcome* outcome) {
+                       const local::OwnDescription& mine, SetAccess& set, WindowOutcome* outcome) {
   LocalAccess& access = *comm.local;
   Board& board = *set.board;
   const uint64_t op = board.next_op();
   Status broken;
-  HVDC_RETURN_IF_ERROR(exchange_descriptions(comm, board, mine, op, &broken));
+  HVDC_RETURN_IF_ERROR(exchange_descriptions(comm, board, own, mine.encoded, op, &broken));
   outcome->staging =
       any_staging(comm, [&](int m, size_t* bytes) { return board.description(m, bytes); });
-  const std::vector<PeerViews>& views = set.views;
-  bool needs_cma = set.views_need_cma;
   Status opened;
-  if (!views_still_hold(comm, access, set, board)) {
-    open_board_views(comm, own.shown_out, set, board, &needs_cma, &opened);
-  }
+  const local::OpenedViews& kept = board_views(comm, own.shown_out, set, board, &opened);
+  const std::vector<PeerViews>& views = kept.views;
+  const bool needs_cma = kept.need_cma;
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   Status st = use ? reduce_opened(comm, own, spec, views, needs_cma, opened) : opened;
@@ -473,7 +391,7 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   // another still reads this one.
   board.post_outcome(st, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/true, op));
-  note_described(board, own, set, *outcome, use && st.is_ok());
+  note_described(board, own, mine, *outcome, use && st.is_ok());
   outcome->ran = use;
   if (!use) return Status::ok();
   return agree_outcomes(comm, st, "reduce its part and write it in place",
@@ -502,21 +420,27 @@ Status reduce_in_place(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
                        WindowOutcome* outcome) {
   LocalAccess& access = *comm.local;
   ensure_board(comm, set);
-  const std::string& mine = describe_mine(own.shown_in, own.shown_out, own.staging, set);
+  const local::OwnDescription& described =
+      describe_mine(own.shown_in, own.shown_out, own.staging, set);
+  const std::string& mine = described.encoded;
   if (set.board && set.board->ready && set.board->fits(mine.size())) {
-    return reduce_on_board(comm, own, spec, mine, set, outcome);
+    return reduce_on_board(comm, own, spec, described, set, outcome);
   }
   std::vector<char> all;
   HVDC_RETURN_IF_ERROR(exchange_all(comm, kStepDescribe, mine.data(), mine.size(), &all));
+  std::vector<DescriptionAt> descs(comm.size());
+  for (int m = 0; m < comm.size(); ++m) descs[m] = {all.data() + m * mine.size(), mine.size()};
   std::vector<PeerViews> views;
   bool needs_cma = false;
   Status opened;
+  open_views(comm, own.shown_out, descs, set.board.get(), &views, &needs_cma, &opened);
   auto desc_of = [&](int m, size_t* bytes) {
-    *bytes = mine.size();
-    return all.data() + m * mine.size();
+    *bytes = descs[m].second;
+    return descs[m].first;
   };
-  open_views(comm, own.shown_out, access, desc_of, set.board.get(), &views, &needs_cma, &opened);
   outcome->staging = any_staging(comm, desc_of);
+  // The next op is cut into windows: no description kept on the board names it (note_described).
+  if (outcome->staging && set.board) set.board->forget_every_described();
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   if (!use) return Status::ok();

@@ -19,7 +19,8 @@ constexpr size_t kBoardBytes = 64 << 10;
 
 }  // namespace
 
-Board::Board(int members, int index) : members_(members), index_(index), slots_(members, nullptr) {}
+Board::Board(int members, int index)
+    : members_(members), index_(index), areas_(kKeptDescriptions + 1), slots_(members, nullptr) {}
 
 Board::~Board() {
   if (own_ == nullptr) return;
@@ -59,18 +60,51 @@ bool Board::fits(size_t bytes) const {
   return bytes <= kBoardBytes - offsetof(Slot, desc);
 }
 
-bool Board::holds_description(const std::string& desc) const {
-  return own_->desc_bytes == desc.size() && std::memcmp(own_->desc, desc.data(), desc.size()) == 0;
+bool Board::area_holds(int area, const std::string& desc) const {
+  if (area == 0) {
+    return own_->desc_bytes == desc.size() &&
+           std::memcmp(own_->desc, desc.data(), desc.size()) == 0;
+  }
+  const KeptDescription& kept = own_->kept[area - 1];
+  return kept.bytes == desc.size() && std::memcmp(kept.data, desc.data(), desc.size()) == 0;
 }
 
-void Board::post_description(const std::string& desc, uint64_t op) {
+bool Board::holds_description(const std::string& desc) const {
+  return area_holds(static_cast<int>(own_->desc_at), desc);
+}
+
+// The kept area given to `buffer` before, else the one used least recently.
+int Board::area_for(const LaneBuffer& buffer, size_t bytes) {
+  if (buffer.data == nullptr || bytes > kKeptDescriptionBytes) return 0;
+  int oldest = 1;
+  for (int a = 1; a <= kKeptDescriptions; ++a) {
+    const Area& area = areas_[a];
+    if (area.key.data == buffer.data && area.key.bytes == buffer.bytes) return a;
+    if (area.last_used < areas_[oldest].last_used) oldest = a;
+  }
+  return oldest;
+}
+
+void Board::post_description(const std::string& desc, uint64_t op, const LaneBuffer& buffer) {
+  const int a = area_for(buffer, desc.size());
+  Area& area = areas_[a];
+  area.key = buffer;
+  area.described = LaneBuffer();  // until the op says what it holds (note_described)
+  area.last_used = ++uses_;
+  current_ = a;
   // Rewritten only where it changed: a store to a line the peers read takes it out of their
   // caches, and in a loop over the same buffers each of them then missed on every line of it
   // for every op. The comparison reads this member's own lines.
-  if (!holds_description(desc)) {
-    own_->desc_bytes = desc.size();
-    std::memcpy(own_->desc, desc.data(), desc.size());
+  if (!area_holds(a, desc)) {
+    if (a == 0) {
+      own_->desc_bytes = desc.size();
+      std::memcpy(own_->desc, desc.data(), desc.size());
+    } else {
+      own_->kept[a - 1].bytes = desc.size();
+      std::memcpy(own_->kept[a - 1].data, desc.data(), desc.size());
+    }
   }
+  own_->desc_at = static_cast<uint32_t>(a);
   transport::raise_flag(&own_->described, &own_->described_sleepers, op);
 }
 
@@ -102,8 +136,13 @@ Status Board::wait(Comm& comm, bool written, uint64_t op) const {
 
 const char* Board::description(int m, size_t* bytes) const {
   const Slot* slot = slots_[m];
-  *bytes = slot->desc_bytes;
-  return slot->desc;
+  const uint32_t at = slot->desc_at;
+  if (at == 0 || at > static_cast<uint32_t>(kKeptDescriptions)) {
+    *bytes = at == 0 ? slot->desc_bytes : 0;  // any other value is no description at all
+    return slot->desc;
+  }
+  *bytes = slot->kept[at - 1].bytes;
+  return slot->kept[at - 1].data;
 }
 
 Status Board::outcome(int m) const {

@@ -11,10 +11,14 @@
 // An op agreed on the lane can skip the description exchange: its agreement already says that
 // every member's input is ready (each posted only once its op was submitted) and that every
 // member is done with the last op (each posts only with nothing else in flight). What remains
-// is the descriptions, and a member whose description on the board already is the one it would
-// post says so with its post (the same single buffer in place as the last op on the board, one
-// window, nothing staged, no region mapped or freed since: then describing it again yields the
-// same bytes). Where every member said so, the op goes straight to its reduction.
+// is the descriptions, and a member whose board already holds the description it would post
+// says so with its post (the same single buffer in place as an earlier op on the board, one
+// window, nothing staged then or since, no region mapped or freed since: then describing it
+// again yields the same bytes). Where every member said so, the op goes straight to its reduction.
+// A member keeps the description of each single buffer reduced in place in an area of its own (up
+// to kKeptDescriptions of them, the least recently used given up first), so that a loop that
+// alternates between tensors finds each one's description still posted; the post says which
+// area holds it.
 #pragma once
 
 #include <sys/types.h>
@@ -36,6 +40,10 @@ struct Comm;
 namespace hvdc::ops::cpu::local {
 
 using common::Status;
+
+// How many descriptions of single buffers in place a member keeps on its board (above), and
+// how many descriptions and opened views of its ops it keeps besides (local_access.h).
+constexpr int kKeptDescriptions = 16;
 
 class Board : public LaneBoard {
  public:
@@ -59,8 +67,10 @@ class Board : public LaneBoard {
   // The next op's number (the same on every member: they run the same ops in the same order).
   uint64_t next_op() { return ++op_; }
   uint64_t ops() const { return op_; }  // how many ran on the boards
-  void post_description(const std::string& desc, uint64_t op);
-  // Whether this member's board holds `desc` as its description.
+  // Posts this member's description of `op`; `buffer` names the single buffer reduced in
+  // place it describes (data null: none), which gives it an area of its own.
+  void post_description(const std::string& desc, uint64_t op, const LaneBuffer& buffer);
+  // Whether this member's board holds `desc` as the description of the op in progress.
   bool holds_description(const std::string& desc) const;
   void post_outcome(const Status& st, uint64_t op);
   // Waits until every peer posted its description (written false) or outcome of `op`.
@@ -72,10 +82,12 @@ class Board : public LaneBoard {
   // Set once every member found every peer's board open (agreed through the transport).
   bool ready = false;
 
-  // What the description this member posted last describes (note_described), or nothing
-  // that a post can name (forget_described): set by every op on the board.
+  // What the description of the op in progress describes (note_described), or nothing that a
+  // post can name (forget_described): set by every op on the board, for the area it used.
   void note_described(const void* data, size_t bytes, uint64_t regions);
   void forget_described();
+  // No area of this board names anything (the set's next op is cut into windows).
+  void forget_every_described();
   // Whether the op now running is the one the lane agreed on last, and every member posted it
   // as described already (above). Asked once per op: it then no longer holds.
   bool take_described_run();
@@ -94,6 +106,11 @@ class Board : public LaneBoard {
   // What a decision word `decided` says of agreement k, which this member posted or answers.
   LaneVerdict lane_observe(uint64_t decided, uint64_t k);
   bool lane_signatures_equal(uint64_t k, bool* all_posted) const;
+  // The area whose description names `buffer` as described, or -1.
+  int described_area(const LaneBuffer& buffer) const;
+  // The area for a description of `buffer` (0 where it has none or it does not fit a kept one).
+  int area_for(const LaneBuffer& buffer, size_t bytes);
+  bool area_holds(int area, const std::string& desc) const;
   int members_;
   int index_;
   Slot* own_ = nullptr;
@@ -101,11 +118,16 @@ class Board : public LaneBoard {
   uint64_t op_ = 0;
   uint64_t lane_seen_ = 0;  // the last agreement seen decided
   uint64_t lane_ran_ = 0;   // the last agreement seen decided to run, until an op takes it
-  struct Described {
-    const void* data = nullptr;  // null: nothing a post can name
-    size_t bytes = 0;
-    uint64_t regions = 0;  // memory::regions_generation() when it was described
-  } described_;
+  // What each area of this member's board holds (0: the general one, a + 1: kept area a).
+  struct Area {
+    LaneBuffer key;          // the buffer whose description it was given for
+    LaneBuffer described;    // data null: nothing a post can name
+    uint64_t regions = 0;    // memory::regions_generation() when it was described
+    uint64_t last_used = 0;  // uses_ when it was used last
+  };
+  std::vector<Area> areas_;
+  int current_ = 0;           // the area of the op in progress
+  uint64_t uses_ = 0;         // counts the areas' uses, for last_used
   std::vector<Slot*> slots_;  // by member index, this member's own included; null: not open
 };
 

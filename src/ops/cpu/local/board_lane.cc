@@ -36,20 +36,43 @@ bool Board::lane_post(uint64_t k, const std::string& signature, const LaneBuffer
   if (signature.size() > kLaneSignatureBytes) return false;
   own_->lane_bytes = static_cast<uint32_t>(signature.size());
   std::memcpy(own_->lane_signature, signature.data(), signature.size());
-  const bool described = buffer.data != nullptr && buffer.data == described_.data &&
-                         buffer.bytes == described_.bytes &&
-                         memory::regions_generation() == described_.regions;
-  own_->lane_described = described ? k : 0;
+  const int area = described_area(buffer);
+  // Every peer is done reading the last op's descriptions (it posted its outcome), so this
+  // post may name the area that holds this op's description already.
+  if (area >= 0) {
+    areas_[area].last_used = ++uses_;
+    current_ = area;
+    own_->desc_at = static_cast<uint32_t>(area);
+  }
+  own_->lane_described = area >= 0 ? k : 0;
   own_->lane_posted.store(k, std::memory_order_release);
   return true;
 }
 
+int Board::described_area(const LaneBuffer& buffer) const {
+  if (buffer.data == nullptr) return -1;
+  const uint64_t regions = memory::regions_generation();
+  for (int a = 0; a <= kKeptDescriptions; ++a) {
+    const Area& area = areas_[a];
+    if (area.described.data == buffer.data && area.described.bytes == buffer.bytes &&
+        area.regions == regions) {
+      return a;
+    }
+  }
+  return -1;
+}
+
 void Board::note_described(const void* data, size_t bytes, uint64_t regions) {
-  described_ = {data, bytes, regions};
+  areas_[current_].described = {data, bytes};
+  areas_[current_].regions = regions;
 }
 
 void Board::forget_described() {
-  described_ = Described();
+  areas_[current_].described = LaneBuffer();
+}
+
+void Board::forget_every_described() {
+  for (Area& area : areas_) area.described = LaneBuffer();
 }
 
 // The members' words are read after the verdict, which came after every member's post (each

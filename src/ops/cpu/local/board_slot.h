@@ -13,6 +13,14 @@ namespace hvdc::ops::cpu::local {
 // long name) is agreed through the negotiation.
 constexpr size_t kLaneSignatureBytes = 448;
 
+// A kept area (board.h) holds a description of up to this many bytes (one buffer's takes 144).
+constexpr size_t kKeptDescriptionBytes = 248;
+
+struct KeptDescription {
+  uint64_t bytes = 0;
+  char data[kKeptDescriptionBytes] = {0};
+};
+
 // The counters sit on cache lines of their own: a member spinning on a peer's `described` does
 // not pull the line the peer writes its outcome into.
 struct Board::Slot {
@@ -29,9 +37,14 @@ struct Board::Slot {
   alignas(64) std::atomic<uint64_t> lane_posted{0};
   std::atomic<uint32_t> lane_asleep{0};  // its engine thread sleeps with its post held
   uint32_t lane_bytes = 0;
-  // The agreement whose op `desc` already describes (board.h), written before lane_posted.
+  // The agreement whose op a kept description already describes (board.h), written before
+  // lane_posted.
   uint64_t lane_described = 0;
   char lane_signature[kLaneSignatureBytes] = {0};
+  // Where the description of the op in progress lies: 0 in `desc`, a + 1 in kept[a]. Written
+  // before `described` is raised, or with a post as described already before `lane_posted`.
+  uint32_t desc_at = 0;
+  alignas(64) KeptDescription kept[kKeptDescriptions];
   alignas(64) uint64_t desc_bytes = 0;
   char desc[1];  // up to kBoardBytes - offsetof(desc)
 };

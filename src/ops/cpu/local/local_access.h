@@ -20,6 +20,24 @@ namespace hvdc::ops::cpu::local {
 
 enum class Verdict { kUnknown, kAllowed, kRefused };
 
+// This member's description of its buffers for an op (buffer_desc.h), encoded.
+struct OwnDescription {
+  Pieces in, out;        // the views it names
+  uint64_t regions = 0;  // memory::regions_generation() when described
+  bool staging = false;  // what it says of staging (buffer_desc.h)
+  std::string encoded;
+  uint64_t last_used = 0;
+};
+
+// Views of the peers' buffers, opened from every member's description.
+struct OpenedViews {
+  std::vector<std::string> descriptions;  // by member, this member's own included
+  std::vector<PeerViews> views;           // by member
+  bool need_cma = false;
+  uint64_t mappings = ~uint64_t{0};  // LocalAccess::regions.generation() when opened
+  uint64_t last_used = 0;
+};
+
 struct SetAccess {
   Verdict cma = Verdict::kUnknown;      // process_vm_readv of user buffers
   Verdict mapping = Verdict::kUnknown;  // mapping hvd_mem_alloc regions
@@ -29,20 +47,16 @@ struct SetAccess {
   // The set's first allreduce went in place whatever its size: it opens the board, on which the
   // lane (core/lane/lane.h) agrees on the small ops that come after it.
   bool first_op_done = false;
-  std::string description;  // this member's, encoded for the op in progress
-  // A set runs the same buffers op after op: what the last op on the board described and
-  // opened is reused while it still holds (in_place_local.cc).
-  Pieces described_in, described_out;  // the views `description` names
-  uint64_t described_regions = 0;      // memory::regions_generation() when described
-  bool described_staging = false;      // what `description` says of staging (buffer_desc.h)
+  // A set runs the same buffers op after op, or a few in turn: this member's descriptions of
+  // the last ones, and the views opened from the members' descriptions, are reused while they
+  // still hold, up to kKeptDescriptions of each (in_place_views.cc).
+  std::vector<OwnDescription> descriptions;
+  std::vector<OpenedViews> opened;
+  uint64_t uses = 0;  // counts the uses of both, for their last_used
   // Whether some member copied windows through its stage in the set's last op here (read from
   // every member's description, so the same on each): the next op is cut into windows from its
   // start only then, so that sets on hvd_mem_alloc buffers pay for no windows (in_place_local.cc).
   bool last_op_staging = false;
-  std::vector<std::string> peers;  // each peer's description that `views` were opened from
-  std::vector<PeerViews> views;    // by member
-  bool views_need_cma = false;
-  uint64_t views_mappings = ~uint64_t{0};  // LocalAccess::regions.generation() when opened
 };
 
 struct LocalAccess {

@@ -1,0 +1,122 @@
+#include "ops/cpu/allreduce/in_place_views.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "memory/shared_regions.h"
+#include "ops/cpu/local/buffer_desc.h"
+
+namespace hvdc::ops::cpu {
+namespace {
+
+using local::OpenedViews;
+using local::OwnDescription;
+
+// Peers' regions stay mapped between ops, up to this many.
+constexpr size_t kMappedRegions = 256;
+
+// Storage for a new entry of *kept: a fresh one while fewer than kKeptDescriptions are kept,
+// else the one used least recently (its storage reused).
+template <typename Entry>
+Entry& entry_for_new(std::vector<Entry>* kept) {
+  if (kept->size() < static_cast<size_t>(local::kKeptDescriptions)) return kept->emplace_back();
+  return *std::min_element(kept->begin(), kept->end(), [](const Entry& a, const Entry& b) {
+    return a.last_used < b.last_used;
+  });
+}
+
+// Whether views kept serve the op whose descriptions the board holds.
+bool views_still_hold(const Comm& comm, const local::LocalAccess& access, const OpenedViews& kept,
+                      const local::Board& board) {
+  if (kept.mappings != access.regions.generation()) return false;
+  if (kept.descriptions.size() != static_cast<size_t>(comm.size())) return false;
+  for (int m = 0; m < comm.size(); ++m) {
+    size_t bytes = 0;
+    const char* desc = board.description(m, &bytes);
+    const std::string& was = kept.descriptions[m];
+    if (bytes != was.size() || std::memcmp(desc, was.data(), bytes) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool same_pieces(const Pieces& a, const Pieces& b) {
+  if (a.count() != b.count()) return false;
+  for (size_t i = 0; i < a.count(); ++i) {
+    if (a.piece(i).data != b.piece(i).data || a.piece(i).bytes != b.piece(i).bytes) return false;
+  }
+  return true;
+}
+
+const OwnDescription& describe_mine(const Pieces& in, const Pieces& out, bool staging,
+                                    local::SetAccess& set) {
+  const uint64_t regions = memory::regions_generation();
+  for (OwnDescription& kept : set.descriptions) {
+    if (kept.regions == regions && kept.staging == staging && same_pieces(kept.in, in) &&
+        same_pieces(kept.out, out)) {
+      kept.last_used = ++set.uses;
+      return kept;
+    }
+  }
+  OwnDescription& mine = entry_for_new(&set.descriptions);
+  local::BufferDesc desc = local::describe(in, out);
+  desc.staging = staging;
+  if (set.board) desc.board = set.board->ref();
+  local::encode(desc, &mine.encoded);
+  mine.in = in;
+  mine.out = out;
+  mine.regions = regions;
+  mine.staging = staging;
+  mine.last_used = ++set.uses;
+  return mine;
+}
+
+void open_views(const Comm& comm, const Pieces& out, const std::vector<DescriptionAt>& descs,
+                local::Board* boards, std::vector<local::PeerViews>* views, bool* needs_cma,
+                Status* opened) {
+  local::LocalAccess& access = *comm.local;
+  access.regions.trim(kMappedRegions);
+  views->assign(comm.size(), local::PeerViews());
+  *needs_cma = false;
+  *opened = Status::ok();
+  for (int m = 0; m < comm.size(); ++m) {
+    local::BufferDesc desc;
+    Status st = local::decode(descs[m].first, descs[m].second, out, &desc);
+    *needs_cma = *needs_cma || !desc.all_in_regions();
+    if (m == comm.index) continue;
+    if (st.is_ok() && boards != nullptr && desc.board.id != 0) {
+      (void)boards->open_peer(m, desc.pid, desc.board, access.regions);  // else: no board
+    }
+    local::PeerViews& v = (*views)[m];
+    if (st.is_ok()) st = v.in.open(desc.pid, comm.members[m], desc.inputs, access.regions);
+    if (st.is_ok()) st = v.out.open(desc.pid, comm.members[m], desc.outputs, access.regions);
+    if (opened->is_ok() && !st.is_ok()) *opened = st;
+  }
+}
+
+const OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAccess& set,
+                               const local::Board& board, Status* opened) {
+  const local::LocalAccess& access = *comm.local;
+  *opened = Status::ok();
+  for (OpenedViews& kept : set.opened) {
+    if (views_still_hold(comm, access, kept, board)) {
+      kept.last_used = ++set.uses;
+      return kept;
+    }
+  }
+  OpenedViews& fresh = entry_for_new(&set.opened);
+  std::vector<DescriptionAt> descs(comm.size());
+  fresh.descriptions.resize(comm.size());
+  for (int m = 0; m < comm.size(); ++m) {
+    descs[m].first = board.description(m, &descs[m].second);
+    fresh.descriptions[m].assign(descs[m].first, descs[m].second);
+  }
+  open_views(comm, out, descs, nullptr, &fresh.views, &fresh.need_cma, opened);
+  // Read after open_views, whose trim of the mapped regions may have moved it.
+  fresh.mappings = opened->is_ok() ? access.regions.generation() : ~uint64_t{0};
+  fresh.last_used = ++set.uses;
+  return fresh;
+}
+
+}  // namespace hvdc::ops::cpu
