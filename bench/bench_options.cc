@@ -11,9 +11,11 @@ namespace {
 const char* const kUsage =
     "usage: hvdc_bench [-c allreduce|allgather|broadcast] [-b MIN] [-e MAX] [-f FACTOR]\n"
     "                  [-n ITERS] [-w WARMUP] [-C 0|1] [--vs-mpi | --mpi-only] [--json FILE]\n"
-    "                  [--shared] [--in-place]\n"
+    "                  [--shared] [--in-place] [--tensors K]\n"
     "--shared takes every buffer from hvd_mem_alloc (the local peers map them);\n"
-    "--in-place runs allreduce and broadcast with the output buffer the input\n"
+    "--in-place runs allreduce and broadcast with the output buffer the input;\n"
+    "--tensors K gives each size K tensors (names and buffers of their own, 1-64), which the\n"
+    "ops take in turn, as a loop that averages each parameter by itself (MPI does the same)\n"
     "--mpi-only measures Open MPI alone (hvdc is not initialised, so none of its threads run)\n"
     "sizes take K, M, G suffixes (powers of 1024); run under mpirun --bind-to none\n";
 
@@ -68,6 +70,9 @@ bool parse(int argc, char** argv, Options* o) {
       (a == "-n" ? o->iters : o->warmup) = std::atoi(v);
     } else if (a == "-C") {
       o->check = std::atoi(v) != 0;
+    } else if (a == "--tensors") {
+      o->tensors = std::atoi(v);
+      ok = o->tensors >= 1 && o->tensors <= 64;
     } else if (a == "--json") {
       o->json = v;
     } else {
@@ -84,10 +89,12 @@ bool parse(int argc, char** argv, Options* o) {
 
 void report(const Options& o, int ranks, const std::vector<Line>& lines, double lat_us,
             double lat_mpi_us) {
-  std::printf("# hvdc_bench %s, %d ranks, float32 sum, %d iters (+%d warm-up)%s%s%s\n",
+  std::printf("# hvdc_bench %s, %d ranks, float32 sum, %d iters (+%d warm-up)%s%s%s",
               o.collective.c_str(), ranks, o.iters, o.warmup,
               o.hvdc ? "" : ", Open MPI alone (--mpi-only)",
               o.shared ? ", hvd_mem_alloc buffers" : "", o.in_place ? ", in place" : "");
+  if (o.tensors > 1) std::printf(", %d tensors in turn", o.tensors);
+  std::printf("\n");
   std::printf("%12s", "size(B)");
   if (o.hvdc) std::printf(" %10s %8s %8s", "time(us)", "algbw", "busbw");
   std::printf(" %7s", "#wrong");
@@ -117,9 +124,10 @@ void report(const Options& o, int ranks, const std::vector<Line>& lines, double 
     return;
   }
   std::fprintf(f,
-               "{\"collective\": \"%s\", \"ranks\": %d, \"hvdc\": %s, \"latency_4k_us\": %.3f, "
-               "\"latency_4k_mpi_us\": %.3f, \"rows\": [",
-               o.collective.c_str(), ranks, o.hvdc ? "true" : "false", lat_us, lat_mpi_us);
+               "{\"collective\": \"%s\", \"ranks\": %d, \"hvdc\": %s, \"tensors\": %d, "
+               "\"latency_4k_us\": %.3f, \"latency_4k_mpi_us\": %.3f, \"rows\": [",
+               o.collective.c_str(), ranks, o.hvdc ? "true" : "false", o.tensors, lat_us,
+               lat_mpi_us);
   for (size_t i = 0; i < lines.size(); ++i) {
     const Line& l = lines[i];
     std::fprintf(f,

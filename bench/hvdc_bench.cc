@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,33 @@ class Buffer {
   float* data_ = nullptr;
 };
 
+// The tensors of one size (--tensors), each with its input, its output (the input itself in
+// place) and its name; the ops take them in turn.
+struct Tensors {
+  std::vector<std::unique_ptr<Buffer>> in, out;
+  std::vector<std::string> names;
+  size_t next = 0;  // the tensor the next op takes
+  size_t last = 0;  // the one the last op took
+
+  Tensors(const Options& o, size_t count, size_t out_count) {
+    const bool in_place = o.in_place && o.collective != "allgather";
+    for (int t = 0; t < o.tensors; ++t) {
+      in.push_back(std::make_unique<Buffer>(count, o.shared));
+      if (!in_place) out.push_back(std::make_unique<Buffer>(out_count, o.shared));
+      names.push_back(o.tensors == 1 ? "bench" : "bench." + std::to_string(t));
+    }
+  }
+  Buffer& input(size_t t) { return *in[t]; }
+  Buffer& output(size_t t) { return out.empty() ? *in[t] : *out[t]; }
+  bool in_place() const { return out.empty(); }
+  size_t take() {
+    last = next;
+    next = (next + 1) % in.size();
+    return last;
+  }
+  void fill_inputs(int rank);
+};
+
 struct Row {
   size_t bytes;
   double hvdc_us, mpi_us;
@@ -68,6 +96,10 @@ double now_us() {
 // Fills inputs with rank + 1 so every result is exact: sum = n(n+1)/2, gathered block r = r+1.
 void fill(Buffer& v, int rank) {
   for (float& x : v) x = static_cast<float>(rank + 1);
+}
+
+void Tensors::fill_inputs(int rank) {
+  for (auto& b : in) fill(*b, rank);
 }
 
 long count_wrong(const Options& o, const Buffer& out, size_t count, int n) {
@@ -86,7 +118,7 @@ void* into_out(void* user, const hvd_tensor_t*, size_t) {
   return static_cast<Buffer*>(user)->data();
 }
 
-hvd_status_t run_hvdc(const Options& o, Buffer& in, Buffer& out, size_t count) {
+hvd_status_t run_hvdc(const Options& o, Buffer& in, Buffer& out, size_t count, const char* name) {
   int64_t shape[1] = {static_cast<int64_t>(count)};
   hvd_tensor_t t = {in.data(), HVD_FLOAT32, 1, shape, {HVD_DEVICE_CPU, 0}};
   hvd_handle_t h = 0;
@@ -96,11 +128,11 @@ hvd_status_t run_hvdc(const Options& o, Buffer& in, Buffer& out, size_t count) {
     hvd_op_args_init(&args, sizeof(args));
     args.alloc = into_out;
     args.alloc_user_data = &out;
-    s = hvd_allgather_async(&t, "bench", &args, &h);
+    s = hvd_allgather_async(&t, name, &args, &h);
   } else if (o.collective == "broadcast") {
-    s = hvd_broadcast_async(&t, out.data(), 0, "bench", nullptr, &h);
+    s = hvd_broadcast_async(&t, out.data(), 0, name, nullptr, &h);
   } else {
-    s = hvd_allreduce_async(&t, out.data(), HVD_OP_SUM, "bench", nullptr, &h);
+    s = hvd_allreduce_async(&t, out.data(), HVD_OP_SUM, name, nullptr, &h);
   }
   if (s == HVD_SUCCESS) s = hvd_wait(h);
   if (h) hvd_handle_free(h);
@@ -132,46 +164,50 @@ double time_op(const Options& o, Op op) {
   return slowest;
 }
 
-// Times hvdc's collective into dst (the input itself in place), then checks one fresh op.
-double measure_hvdc(const Options& o, Buffer& in, Buffer& dst, size_t count, int rank, int n,
-                    long* wrong) {
+// Times hvdc's collective over the tensors in turn, then checks one fresh op.
+double measure_hvdc(const Options& o, Tensors& ts, size_t count, int rank, int n, long* wrong) {
   hvd_status_t failed = HVD_SUCCESS;
   auto op = [&] {
-    hvd_status_t s = run_hvdc(o, in, dst, count);
+    const size_t t = ts.take();
+    hvd_status_t s = run_hvdc(o, ts.input(t), ts.output(t), count, ts.names[t].c_str());
     if (s != HVD_SUCCESS) failed = s;
   };
   const double us = time_op(o, op);
-  if (&in == &dst) fill(in, rank);  // in place, every op changed the input
+  if (ts.in_place()) ts.fill_inputs(rank);  // in place, every op changed its input
   if (o.check) op();
   if (failed != HVD_SUCCESS) {
     std::fprintf(stderr, "hvdc %s failed: %s\n", o.collective.c_str(), hvd_last_error_message());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (o.check) *wrong += count_wrong(o, dst, count, n);
+  if (o.check) *wrong += count_wrong(o, ts.output(ts.last), count, n);
   return us;
 }
 
-double measure_mpi(const Options& o, Buffer& in, Buffer& dst, size_t count, int rank, int n,
-                   long* wrong) {
-  std::fill(dst.begin(), dst.end(), 0.0f);  // hvdc's results must not pass for MPI's
-  fill(in, rank);
-  const double us = time_op(o, [&] { run_mpi(o, in, dst, count); });
-  if (&in == &dst) fill(in, rank);
-  if (o.check) run_mpi(o, in, dst, count);
-  if (o.check) *wrong += count_wrong(o, dst, count, n);
+double measure_mpi(const Options& o, Tensors& ts, size_t count, int rank, int n, long* wrong) {
+  for (size_t t = 0; t < ts.in.size(); ++t) {
+    Buffer& dst = ts.output(t);
+    std::fill(dst.begin(), dst.end(), 0.0f);  // hvdc's results must not pass for MPI's
+  }
+  ts.fill_inputs(rank);
+  auto op = [&] {
+    const size_t t = ts.take();
+    run_mpi(o, ts.input(t), ts.output(t), count);
+  };
+  const double us = time_op(o, op);
+  if (ts.in_place()) ts.fill_inputs(rank);
+  if (o.check) op();
+  if (o.check) *wrong += count_wrong(o, ts.output(ts.last), count, n);
   return us;
 }
 
 Row measure(const Options& o, size_t bytes, int rank, int n) {
   const size_t count = std::max<size_t>(1, bytes / sizeof(float));
   const size_t out_count = o.collective == "allgather" ? count * n : count;
-  Buffer in(count, o.shared), out(out_count, o.shared);
-  // In place, the output is the input (allreduce and broadcast).
-  Buffer& dst = o.in_place && o.collective != "allgather" ? in : out;
-  fill(in, rank);
+  Tensors ts(o, count, out_count);  // in place, each output is its input (allreduce, broadcast)
+  ts.fill_inputs(rank);
   Row row{count * sizeof(float), 0, 0, 0};
-  if (o.hvdc) row.hvdc_us = measure_hvdc(o, in, dst, count, rank, n, &row.wrong);
-  if (o.vs_mpi) row.mpi_us = measure_mpi(o, in, dst, count, rank, n, &row.wrong);
+  if (o.hvdc) row.hvdc_us = measure_hvdc(o, ts, count, rank, n, &row.wrong);
+  if (o.vs_mpi) row.mpi_us = measure_mpi(o, ts, count, rank, n, &row.wrong);
   long total_wrong = 0;
   MPI_Allreduce(&row.wrong, &total_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   row.wrong = total_wrong;

@@ -339,9 +339,8 @@ ops::LaneBuffer kept_buffer(const OwnBuffers& own) {
 // What the op leaves described on the board, for the lane's next post to name (board.h): its
 // kept buffer, where it ran and no member staged. Where one did, the set's next op is cut into
 // windows from its start (SetAccess::last_op_staging), which no kept description names.
-void note_described(Board& board, const OwnBuffers& own, const local::OwnDescription& mine,
+void note_described(Board& board, const ops::LaneBuffer& kept, const local::OwnDescription& mine,
                     const WindowOutcome& outcome, bool ran) {
-  const ops::LaneBuffer kept = kept_buffer(own);
   if (outcome.staging) {
     board.forget_every_described();
   } else if (ran && kept.data != nullptr) {
@@ -354,10 +353,10 @@ void note_described(Board& board, const OwnBuffers& own, const local::OwnDescrip
 // The descriptions' exchange on the boards, or none where every member posted this lane op as
 // described already (board.h). Then `mine` must be what this member's board holds, as the
 // peers read that one: where it is not, *broken says so, for the op's outcome.
-Status exchange_descriptions(Comm& comm, Board& board, const OwnBuffers& own,
+Status exchange_descriptions(Comm& comm, Board& board, const ops::LaneBuffer& kept,
                              const std::string& mine, uint64_t op, Status* broken) {
   if (!comm.lane || !board.take_described_run()) {
-    board.post_description(mine, op, kept_buffer(own));
+    board.post_description(mine, op, kept);
     return board.wait(comm, /*written=*/false, op);
   }
   if (!board.holds_description(mine)) {
@@ -376,7 +375,8 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   Board& board = *set.board;
   const uint64_t op = board.next_op();
   Status broken;
-  HVDC_RETURN_IF_ERROR(exchange_descriptions(comm, board, own, mine.encoded, op, &broken));
+  const ops::LaneBuffer kept_as = kept_buffer(own);
+  HVDC_RETURN_IF_ERROR(exchange_descriptions(comm, board, kept_as, mine.encoded, op, &broken));
   outcome->staging =
       any_staging(comm, [&](int m, size_t* bytes) { return board.description(m, bytes); });
   Status opened;
@@ -391,7 +391,7 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   // another still reads this one.
   board.post_outcome(st, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/true, op));
-  note_described(board, own, mine, *outcome, use && st.is_ok());
+  note_described(board, kept_as, mine, *outcome, use && st.is_ok());
   outcome->ran = use;
   if (!use) return Status::ok();
   return agree_outcomes(comm, st, "reduce its part and write it in place",

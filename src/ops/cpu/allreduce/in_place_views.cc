@@ -41,14 +41,6 @@ bool views_still_hold(const Comm& comm, const local::LocalAccess& access, const 
 
 }  // namespace
 
-bool same_pieces(const Pieces& a, const Pieces& b) {
-  if (a.count() != b.count()) return false;
-  for (size_t i = 0; i < a.count(); ++i) {
-    if (a.piece(i).data != b.piece(i).data || a.piece(i).bytes != b.piece(i).bytes) return false;
-  }
-  return true;
-}
-
 const OwnDescription& describe_mine(const Pieces& in, const Pieces& out, bool staging,
                                     local::SetAccess& set) {
   const uint64_t regions = memory::regions_generation();

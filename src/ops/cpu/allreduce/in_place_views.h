@@ -16,8 +16,15 @@
 
 namespace hvdc::ops::cpu {
 
-// Whether two views are made of the same pieces (where and how long).
-bool same_pieces(const Pieces& a, const Pieces& b);
+// Whether two views are made of the same pieces (where and how long). Inline: every op asks
+// it several times.
+inline bool same_pieces(const Pieces& a, const Pieces& b) {
+  if (a.count() != b.count()) return false;
+  for (size_t i = 0; i < a.count(); ++i) {
+    if (a.piece(i).data != b.piece(i).data || a.piece(i).bytes != b.piece(i).bytes) return false;
+  }
+  return true;
+}
 
 // This member's description of in and out, naming its board where it has one: the one kept for
 // the same pieces while no region came or went (which could move a piece into one or out of

@@ -126,9 +126,10 @@ class Board : public LaneBoard {
     uint64_t last_used = 0;  // uses_ when it was used last
   };
   std::vector<Area> areas_;
-  int current_ = 0;           // the area of the op in progress
-  uint64_t uses_ = 0;         // counts the areas' uses, for last_used
-  std::vector<Slot*> slots_;  // by member index, this member's own included; null: not open
+  bool any_described_ = false;  // some area may name a buffer (none since forget_every_described)
+  int current_ = 0;             // the area of the op in progress
+  uint64_t uses_ = 0;           // counts the areas' uses, for last_used
+  std::vector<Slot*> slots_;    // by member index, this member's own included; null: not open
 };
 
 }  // namespace hvdc::ops::cpu::local

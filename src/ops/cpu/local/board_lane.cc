@@ -50,7 +50,7 @@ bool Board::lane_post(uint64_t k, const std::string& signature, const LaneBuffer
 }
 
 int Board::described_area(const LaneBuffer& buffer) const {
-  if (buffer.data == nullptr) return -1;
+  if (buffer.data == nullptr || !any_described_) return -1;
   const uint64_t regions = memory::regions_generation();
   for (int a = 0; a <= kKeptDescriptions; ++a) {
     const Area& area = areas_[a];
@@ -65,6 +65,7 @@ int Board::described_area(const LaneBuffer& buffer) const {
 void Board::note_described(const void* data, size_t bytes, uint64_t regions) {
   areas_[current_].described = {data, bytes};
   areas_[current_].regions = regions;
+  any_described_ = true;
 }
 
 void Board::forget_described() {
@@ -72,7 +73,9 @@ void Board::forget_described() {
 }
 
 void Board::forget_every_described() {
+  if (!any_described_) return;  // the usual case where every op stages
   for (Area& area : areas_) area.described = LaneBuffer();
+  any_described_ = false;
 }
 
 // The members' words are read after the verdict, which came after every member's post (each
