@@ -374,6 +374,50 @@ void test_tensors_in_turn(Results& results) {
   if (big != nullptr) hvd_mem_free(big);
 }
 
+// An average of integers reduces a widened copy of its buffer, never the buffer itself: a lane
+// post of one must not name the buffer as described, even right after a sum on that buffer
+// described it (which skipped the descriptions' exchange for the copy once, and failed).
+void test_integer_average_between(Results& results) {
+  constexpr size_t kCount = 4 << 10;
+  void* shared = nullptr;
+  if (hvd_mem_alloc(kCount * sizeof(int32_t), &shared) != HVD_SUCCESS) {
+    record(results, "lane.integer-average", false, hvd_last_error_message());
+    return;
+  }
+  auto* data = static_cast<int32_t*>(shared);
+  const int n = hvd_size();
+  bool ok = true;
+  std::string detail;
+  for (int step = 0; step < 40 && ok; ++step) {
+    const bool average = step % 2 == 1;
+    for (size_t i = 0; i < kCount; ++i) data[i] = static_cast<int32_t>((hvd_rank() + 1) * (i % 9));
+    int64_t shape[1] = {static_cast<int64_t>(kCount)};
+    hvd_tensor_t t = {data, HVD_INT32, 1, shape, {HVD_DEVICE_CPU, 0}};
+    hvd_handle_t h = 0;
+    hvd_status_t s =
+        hvd_allreduce_async(&t, data, average ? HVD_OP_AVERAGE : HVD_OP_SUM,
+                            average ? "lane.int-average" : "lane.int-sum", nullptr, &h);
+    if (s == HVD_SUCCESS) s = hvd_wait(h);
+    hvd_handle_free(h);
+    if (s != HVD_SUCCESS) {
+      ok = false;
+      detail = "step " + std::to_string(step) + ": " + status_text(s);
+      break;
+    }
+    for (size_t i = 0; i < kCount && ok; ++i) {
+      const int64_t sum = static_cast<int64_t>(n) * (n + 1) / 2 * (i % 9);
+      const int64_t want = average ? sum / n : sum;
+      if (data[i] != want) {
+        ok = false;
+        detail = "step " + std::to_string(step) + ", element " + std::to_string(i) + ": " +
+                 std::to_string(data[i]) + ", want " + std::to_string(want);
+      }
+    }
+  }
+  record(results, "lane.integer-average", ok, detail);
+  hvd_mem_free(shared);
+}
+
 }  // namespace
 
 int run_lane_suite() {
@@ -393,6 +437,7 @@ int run_lane_suite() {
   test_metadata_changes(results);
   test_buffer_changes(results);
   test_tensors_in_turn(results);
+  test_integer_average_between(results);
   test_wait_loops(results);  // the lane again after all that
   test_lane_taken(results);
   test_hand_over(results);  // last: its callback op ends caller driving for good

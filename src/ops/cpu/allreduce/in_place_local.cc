@@ -385,8 +385,11 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   const bool needs_cma = kept.need_cma;
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
-  Status st = use ? reduce_opened(comm, own, spec, views, needs_cma, opened) : opened;
-  if (!broken.is_ok()) st = broken;  // the peers hear of it with the outcome
+  // A member whose description changed reduces nothing (its views may be of another buffer)
+  // and fails the op; the peers hear of it with the outcome.
+  const Status st = !broken.is_ok() ? broken
+                    : use           ? reduce_opened(comm, own, spec, views, needs_cma, opened)
+                                    : opened;
   // Also when the verdict turned this op away: no member may post its next description while
   // another still reads this one.
   board.post_outcome(st, op);

@@ -25,10 +25,23 @@ Entry& entry_for_new(std::vector<Entry>* kept) {
   });
 }
 
-// Whether views kept serve the op whose descriptions the board holds.
+// Whether two views have pieces of the same sizes, in the same order (a description decodes
+// against the sizes only).
+bool same_layout(const Pieces& a, const Pieces& b) {
+  if (a.count() != b.count()) return false;
+  for (size_t i = 0; i < a.count(); ++i) {
+    if (a.piece(i).bytes != b.piece(i).bytes) return false;
+  }
+  return true;
+}
+
+// Whether views kept serve the op on `out` whose descriptions the board holds: the descriptions
+// they were opened from, checked against an output of the same layout (as decoding them again
+// would check it), and no mapping they use gone since.
 bool views_still_hold(const Comm& comm, const local::LocalAccess& access, const OpenedViews& kept,
-                      const local::Board& board) {
+                      const Pieces& out, const local::Board& board) {
   if (kept.mappings != access.regions.generation()) return false;
+  if (!same_layout(kept.layout, out)) return false;
   if (kept.descriptions.size() != static_cast<size_t>(comm.size())) return false;
   for (int m = 0; m < comm.size(); ++m) {
     size_t bytes = 0;
@@ -92,12 +105,13 @@ const OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAc
   const local::LocalAccess& access = *comm.local;
   *opened = Status::ok();
   for (OpenedViews& kept : set.opened) {
-    if (views_still_hold(comm, access, kept, board)) {
+    if (views_still_hold(comm, access, kept, out, board)) {
       kept.last_used = ++set.uses;
       return kept;
     }
   }
   OpenedViews& fresh = entry_for_new(&set.opened);
+  fresh.layout = out;
   std::vector<DescriptionAt> descs(comm.size());
   fresh.descriptions.resize(comm.size());
   for (int m = 0; m < comm.size(); ++m) {

@@ -37,8 +37,8 @@ struct Board::Slot {
   alignas(64) std::atomic<uint64_t> lane_posted{0};
   std::atomic<uint32_t> lane_asleep{0};  // its engine thread sleeps with its post held
   uint32_t lane_bytes = 0;
-  // The agreement whose op a kept description already describes (board.h), written before
-  // lane_posted.
+  // The agreement whose op the area that desc_at names already describes (board.h), written
+  // before lane_posted.
   uint64_t lane_described = 0;
   char lane_signature[kLaneSignatureBytes] = {0};
   // Where the description of the op in progress lies: 0 in `desc`, a + 1 in kept[a]. Written
