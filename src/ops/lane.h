@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hvdc.h"
+
 namespace hvdc::ops {
 
 enum class LaneVerdict { kUndecided, kRun, kVoid };
@@ -19,9 +21,13 @@ constexpr int kLaneMaxMembers = 64;
 // The buffer of the op a member posts, where it is one tensor reduced in place (data null
 // otherwise): the board can then tell its peers that the description it holds already is that
 // op's, so that the op needs no meeting for its description (board.h).
+// The op's element type and reduce op come with it: the backend knows for which ops it reduces
+// a copy instead (an average of integers, on the host), whose buffer no description names.
 struct LaneBuffer {
   const void* data = nullptr;
   size_t bytes = 0;
+  int32_t dtype = HVD_FLOAT32;
+  int32_t reduce_op = HVD_OP_SUM;
 };
 
 class LaneBoard {

@@ -38,11 +38,11 @@ ops::LaneBoard* Lane::board_of(const SetState& set) {
 }
 
 // The op's buffer where it reduces one tensor in place (ops/lane.h), so that the board can tell
-// whether its description there already is this op's. None for an average of integers: the
-// host backend reduces a widened copy of it (ops/cpu/integer_average.h), not the buffer itself.
+// whether its description there already is this op's.
 ops::LaneBuffer Lane::lane_buffer(const Request& r, const void* in_place) {
   ops::LaneBuffer buffer;
-  if (r.reduce_op == HVD_OP_AVERAGE && !common::dtype_is_float(r.dtype)) return buffer;
+  buffer.dtype = r.dtype;
+  buffer.reduce_op = r.reduce_op;
   buffer.data = in_place;
   if (buffer.data != nullptr) buffer.bytes = element_count(r.shape) * common::dtype_size(r.dtype);
   return buffer;

@@ -9,6 +9,7 @@
 
 #include "ops/cpu/local/board.h"
 #include "ops/cpu/local/board_slot.h"
+#include "ops/cpu/reduce/average_lanes.h"
 
 namespace hvdc::ops::cpu::local {
 
@@ -36,7 +37,10 @@ bool Board::lane_post(uint64_t k, const std::string& signature, const LaneBuffer
   if (signature.size() > kLaneSignatureBytes) return false;
   own_->lane_bytes = static_cast<uint32_t>(signature.size());
   std::memcpy(own_->lane_signature, signature.data(), signature.size());
-  const int area = described_area(buffer);
+  // An average of integers reduces a widened copy of its buffer (integer_average.cc), which
+  // the description of the buffer does not name.
+  const bool copied = needs_average_lanes(buffer.dtype, buffer.reduce_op, members_);
+  const int area = copied ? -1 : described_area(buffer);
   // Every peer is done reading the last op's descriptions (it posted its outcome), so this
   // post may name the area that holds this op's description already.
   if (area >= 0) {
