@@ -312,15 +312,24 @@ void test_buffer_changes(Results& results) {
 }
 
 // Ops on hvd_mem_alloc buffers taken in turn, each under its own name: each rank keeps the
-// description of up to 16 such buffers on its board (board.h), so each op may skip the
+// description of up to 64 such buffers on its board (board.h), so each op may skip the
 // descriptions' exchange and read its peers' buffers through views opened for an earlier op.
 // Every phase changes what could go stale: three tensors in turn, more tensors than are kept,
 // one rank's buffers of two tensors swapped, a region freed and allocated again, heap and
 // out-of-place ops in between, and a 2 MiB op after a 2 MiB heap op (which its ranks copy
 // through their stages: the op after it is cut into windows, which no kept description names).
 // Every buffer but the op's is poisoned first, so that reading a stale one shows.
+// The phase of a step: 40 steps each, but the second, which takes more tensors than are kept
+// (70 of them, twice and more) so that every op of it finds its area given to another.
+int in_turn_phase(int step) {
+  constexpr int kEnds[] = {40, 190, 230, 270};
+  int phase = 0;
+  while (phase < 4 && step >= kEnds[phase]) ++phase;
+  return phase;
+}
+
 void test_tensors_in_turn(Results& results) {
-  constexpr int kTensors = 20;
+  constexpr int kTensors = 70;
   constexpr size_t kCount = 4 << 10;       // 16 KiB
   constexpr size_t kBigCount = 512 << 10;  // 2 MiB
   std::vector<float*> bufs(kTensors, nullptr);
@@ -331,8 +340,8 @@ void test_tensors_in_turn(Results& results) {
   std::string detail = ok && big != nullptr ? "" : "hvd_mem_alloc failed";
   ok = ok && big != nullptr;
   const bool last = hvd_rank() == hvd_size() - 1;
-  for (int step = 0; step < 200 && ok; ++step) {
-    const int phase = step / 40;
+  for (int step = 0; step < 310 && ok; ++step) {
+    const int phase = in_turn_phase(step);
     int t = step % (phase == 1 ? kTensors : 3);
     if (phase == 2 && last && t < 2) t = 1 - t;  // this rank's tensor t lies in the other's buffer
     if (phase == 3 && step % 40 == 10) {

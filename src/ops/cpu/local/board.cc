@@ -14,8 +14,9 @@ namespace hvdc::ops::cpu::local {
 
 namespace {
 
-// Room for the descriptions of about 600 pieces (a fused op of 300 tensors out of place).
-constexpr size_t kBoardBytes = 64 << 10;
+// Room for the descriptions of about 600 pieces (a fused op of 300 tensors out of place) besides
+// the kept areas (16 KiB of them).
+constexpr size_t kBoardBytes = 80 << 10;
 
 }  // namespace
 

@@ -42,8 +42,11 @@ namespace hvdc::ops::cpu::local {
 using common::Status;
 
 // How many descriptions of single buffers in place a member keeps on its board (above), and
-// how many descriptions and opened views of its ops it keeps besides (local_access.h).
-constexpr int kKeptDescriptions = 16;
+// how many descriptions and opened views of its ops it keeps besides (local_access.h). 64: a
+// loop over 20 tensors in turn, past the 16 kept before, missed on every op and took 4.5-5.4
+// us per 4 KiB op against 3.0-4.6 with 64 kept (docs/performance.md); a longer loop over more
+// than 64 misses on every op again, as it would with any number kept least recently used.
+constexpr int kKeptDescriptions = 64;
 
 class Board : public LaneBoard {
  public:

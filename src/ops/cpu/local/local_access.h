@@ -32,7 +32,7 @@ struct OwnDescription {
 // Views of the peers' buffers, opened from every member's description.
 struct OpenedViews {
   std::vector<std::string> descriptions;  // by member, this member's own included
-  Pieces layout;                          // the output they were checked against (its sizes)
+  Pieces layout;                          // the output they were checked against
   std::vector<PeerViews> views;           // by member
   bool need_cma = false;
   uint64_t mappings = ~uint64_t{0};  // LocalAccess::regions.generation() when opened
