@@ -241,8 +241,8 @@ void Engine::start_collaborators() {
   context.fail = fail;
   context.terminated = &termination_->status();
   context.lane_offer = [this](SetState& set, const Request& request, uint32_t slot,
-                              const void* in_place) {
-    return lane_->offer(set, request, slot, in_place, responses_, pass_started_);
+                              const OpBuffers& buffers) {
+    return lane_->offer(set, request, slot, buffers, responses_, pass_started_);
   };
   negotiation_ = std::make_unique<Negotiation>(negotiation, std::move(context));
   StageContext stage;

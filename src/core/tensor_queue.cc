@@ -78,19 +78,19 @@ void TensorQueue::insert_locked(Key&& key, TensorEntry&& entry) {
   in_flight_.store(entries_.size(), std::memory_order_relaxed);
 }
 
-size_t TensorQueue::pop_new(std::vector<Request>* out, std::vector<const void*>* in_place) {
+size_t TensorQueue::pop_new(std::vector<Request>* out, std::vector<OpBuffers>* buffers) {
   // Every pass of the engine asks; most find nothing, and need not take the callers' mutex for
   // that. A push in progress (the flag not stored yet) is taken by the next pass.
   if (!fresh_waiting_.load()) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (out->size() < fresh_.size()) out->resize(fresh_.size());
-  if (in_place != nullptr && in_place->size() < fresh_.size()) in_place->resize(fresh_.size());
+  if (buffers != nullptr && buffers->size() < fresh_.size()) buffers->resize(fresh_.size());
   size_t n = 0;
   for (const Key& key : fresh_) {
     auto it = entries_.find(key);
     if (it == entries_.end()) continue;
     const TensorEntry& entry = it->second;
-    if (in_place != nullptr) (*in_place)[n] = entry.input == entry.output ? entry.input : nullptr;
+    if (buffers != nullptr) (*buffers)[n] = {entry.input, entry.output};
     (*out)[n++] = entry.request;  // assigned into kept storage
   }
   fresh_.clear();

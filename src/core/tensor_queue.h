@@ -42,6 +42,12 @@ struct TensorEntry {
 common::Status op_failure(const TensorEntry& entry, const common::Status& status);
 
 // A copy of what an op in flight is, for diagnostics.
+// An op's input and output as the caller gave them (null: not known, or none given).
+struct OpBuffers {
+  const void* input = nullptr;
+  const void* output = nullptr;
+};
+
 struct PendingOp {
   Request request;
   std::chrono::steady_clock::time_point submitted;
@@ -62,9 +68,9 @@ class TensorQueue {
   // Requests pushed since the last call, in push order: the first N of *out, N returned. The
   // elements past them are left as they were, so that a caller keeping *out between calls
   // reuses their storage (a warm step's pass copies its requests without allocating).
-  // With `in_place`, its first N elements are each op's buffer where its input is its output
-  // (null otherwise), looked up with the request: what the lane posts (core/lane/lane.h).
-  size_t pop_new(std::vector<Request>* out, std::vector<const void*>* in_place = nullptr);
+  // With `buffers`, its first N elements are each op's input and output, looked up with the
+  // request: what the lane posts (core/lane/lane.h).
+  size_t pop_new(std::vector<Request>* out, std::vector<OpBuffers>* buffers = nullptr);
   // A copy of the request of `name` in `process_set`; false if it is not in flight.
   bool request_of(int32_t process_set, const std::string& name, Request* out) const;
   // The input buffer of `name` in `process_set`; null if it is not in flight.

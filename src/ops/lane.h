@@ -18,17 +18,24 @@ enum class LaneVerdict { kUndecided, kRun, kVoid };
 // Sets of up to this many members take the lane: lane_sleepers() names them in one word.
 constexpr int kLaneMaxMembers = 64;
 
-// The buffer of the op a member posts, where it is one tensor reduced in place (data null
-// otherwise): the board can then tell its peers that the description it holds already is that
-// op's, so that the op needs no meeting for its description (board.h).
+// The buffers of the op a member posts, where it is one tensor (data: its input, out: its
+// output, the same in place; data null otherwise): the board can then tell its peers that the
+// description it holds already is that op's, so that the op needs no meeting for its
+// description (board.h).
 // The op's element type and reduce op come with it: the backend knows for which ops it reduces
 // a copy instead (an average of integers, on the host), whose buffer no description names.
 struct LaneBuffer {
   const void* data = nullptr;
+  const void* out = nullptr;
   size_t bytes = 0;
   int32_t dtype = HVD_FLOAT32;
   int32_t reduce_op = HVD_OP_SUM;
 };
+
+// Whether a and b name the same buffers.
+inline bool same_buffers(const LaneBuffer& a, const LaneBuffer& b) {
+  return a.data == b.data && a.out == b.out && a.bytes == b.bytes;
+}
 
 class LaneBoard {
  public:

@@ -383,6 +383,45 @@ void test_tensors_in_turn(Results& results) {
   if (big != nullptr) hvd_mem_free(big);
 }
 
+// Out of place on hvd_mem_alloc buffers, a kept description names the input and the output: two
+// tensors in turn, each into its own output; then one rank's tensor 0 into tensor 1's output,
+// into the other tensor's input, and in place on its input, each of which is other buffers than
+// the ones kept. Every buffer the op does not name is poisoned first.
+void test_out_of_place_in_turn(Results& results) {
+  constexpr size_t kCount = 4 << 10;
+  std::vector<float*> in(2, nullptr), out(2, nullptr);
+  bool ok = true;
+  for (int t = 0; t < 2; ++t) {
+    ok = ok && (in[t] = shared_floats(results, "lane.out-of-place", kCount)) != nullptr;
+    ok = ok && (out[t] = shared_floats(results, "lane.out-of-place", kCount)) != nullptr;
+  }
+  std::string detail = ok ? "" : "hvd_mem_alloc failed";
+  const bool last = hvd_rank() == hvd_size() - 1;
+  for (int step = 0; step < 120 && ok; ++step) {
+    const int t = step % 2, phase = step / 30;
+    float* src = in[t];
+    float* dst = out[t];
+    if (last && t == 0 && phase == 1) dst = out[1];
+    if (last && t == 0 && phase == 2) dst = in[1];
+    if (last && t == 0 && phase == 3) dst = src;
+    for (float* b : {in[0], in[1], out[0], out[1]}) {
+      if (b != src && b != dst) poison(b, kCount);
+    }
+    fill(src, kCount, step);
+    const std::string name = "lane.out-of-place." + std::to_string(t);
+    const hvd_status_t s = dst == src ? allreduce_in_place(src, kCount, name, HVD_OP_SUM)
+                                      : allreduce_into(src, dst, kCount, name, HVD_OP_SUM);
+    ok = s == HVD_SUCCESS && check_sum(dst, kCount, step, &detail);
+    if (s != HVD_SUCCESS) detail = status_text(s);
+    if (!ok) detail = "step " + std::to_string(step) + ": " + detail;
+  }
+  record(results, "lane.out-of-place-in-turn", ok, detail);
+  for (int t = 0; t < 2; ++t) {
+    if (in[t] != nullptr) hvd_mem_free(in[t]);
+    if (out[t] != nullptr) hvd_mem_free(out[t]);
+  }
+}
+
 // An average of integers reduces a widened copy of its buffer, never the buffer itself: a lane
 // post of one must not name the buffer as described, even right after a sum on that buffer
 // described it (which skipped the descriptions' exchange for the copy once, and failed).
@@ -446,6 +485,7 @@ int run_lane_suite() {
   test_metadata_changes(results);
   test_buffer_changes(results);
   test_tensors_in_turn(results);
+  test_out_of_place_in_turn(results);
   test_integer_average_between(results);
   test_wait_loops(results);  // the lane again after all that
   test_lane_taken(results);

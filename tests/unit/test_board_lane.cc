@@ -34,10 +34,10 @@ class BoardLaneTest : public ::testing::Test {
   Board& b() { return *boards_[1]; }
   // Both boards' last descriptions were of buffer_, as of now.
   void describe_buffer_on_both() {
-    for (auto& board : boards_) board->note_described(buffer_, sizeof buffer_, regions_now());
+    for (auto& board : boards_) board->note_described(whole(), regions_now());
   }
   static uint64_t regions_now() { return memory::regions_generation(); }
-  LaneBuffer whole() { return {buffer_, sizeof buffer_}; }
+  LaneBuffer whole() { return {buffer_, buffer_, sizeof buffer_}; }
 
   alignas(64) char buffer_[256] = {0};
 
@@ -139,13 +139,14 @@ TEST_F(BoardLaneTest, PostsOfTheDescribedBufferSkipTheDescriptions) {
 TEST_F(BoardLaneTest, OneMemberWithAnotherBufferMakesEveryMemberDescribe) {
   describe_buffer_on_both();
   ASSERT_TRUE(a().lane_post(1, "grad.0", whole()));
-  ASSERT_TRUE(b().lane_post(1, "grad.0", {buffer_ + 64, 128}));  // same op, other buffer
+  ASSERT_TRUE(
+      b().lane_post(1, "grad.0", {buffer_ + 64, buffer_ + 64, 128}));  // same op, other buffer
   ASSERT_EQ(LaneVerdict::kRun, a().lane_decide(1));
   ASSERT_EQ(LaneVerdict::kRun, b().lane_decide(1));
   EXPECT_FALSE(a().take_described_run());
   EXPECT_FALSE(b().take_described_run());
   // The same buffer with another length, or none (out of place), names nothing either.
-  ASSERT_TRUE(a().lane_post(2, "grad.0", {buffer_, 128}));
+  ASSERT_TRUE(a().lane_post(2, "grad.0", {buffer_, buffer_, 128}));
   ASSERT_TRUE(b().lane_post(2, "grad.0", {}));
   ASSERT_EQ(LaneVerdict::kRun, a().lane_decide(2));
   EXPECT_FALSE(a().take_described_run());
@@ -182,13 +183,13 @@ TEST_F(BoardLaneTest, AVoidedPostIsNotTakenAsDescribed) {
 // area used least recently is given to a buffer new to the board.
 TEST_F(BoardLaneTest, EachKeptBufferKeepsItsDescription) {
   alignas(64) static char buffers[kKeptDescriptions + 1][64];
-  auto buffer = [&](int i) { return LaneBuffer{buffers[i], sizeof buffers[i]}; };
+  auto buffer = [&](int i) { return LaneBuffer{buffers[i], buffers[i], sizeof buffers[i]}; };
   uint64_t op = 0, k = 0;
   auto describe = [&](int i) {  // both members post a description of buffer i; the op ran
     ++op;
     for (auto& board : boards_) {
       board->post_description("desc-" + std::to_string(i), op, buffer(i));
-      board->note_described(buffers[i], sizeof buffers[i], regions_now());
+      board->note_described(buffer(i), regions_now());
     }
   };
   auto described_run = [&](int i) {  // an op on buffer i, agreed; its description as b reads it
@@ -229,10 +230,38 @@ TEST_F(BoardLaneTest, EachKeptBufferKeepsItsDescription) {
   }
   EXPECT_EQ("(described again)", described_run(0));
   EXPECT_EQ("desc-2", described_run(2));
-  // Where a member staged, the next op is cut into windows: nothing is named at all.
-  for (auto& board : boards_) board->forget_every_described();
+  // Where a member staged, the next op of more than a window is cut into windows: no area names
+  // buffers larger than that; with 0, none names anything.
+  for (auto& board : boards_) board->forget_every_described(sizeof buffers[0]);
+  EXPECT_EQ("desc-2", described_run(2));
+  for (auto& board : boards_) board->forget_every_described(sizeof buffers[0] - 1);
   EXPECT_EQ("(described again)", described_run(2));
   EXPECT_EQ("(described again)", described_run(3));
+}
+
+// An op's output is part of what its area names: the same input reduced into another output
+// (or in place after out of place) is another buffer, whose description lies elsewhere.
+TEST_F(BoardLaneTest, AKeptAreaNamesTheOutputToo) {
+  alignas(64) static char in[64], out[64];
+  const LaneBuffer out_of_place{in, out, sizeof in}, in_place{in, in, sizeof in};
+  for (auto& board : boards_) {
+    board->post_description("in->out", 1, out_of_place);
+    board->note_described(out_of_place, regions_now());
+  }
+  auto described = [&](uint64_t k, const LaneBuffer& buffer) {
+    EXPECT_TRUE(a().lane_post(k, "sig", buffer));
+    EXPECT_TRUE(b().lane_post(k, "sig", buffer));
+    EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(k));
+    EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(k));
+    const bool run = a().take_described_run();
+    EXPECT_EQ(run, b().take_described_run());
+    return run;
+  };
+  EXPECT_FALSE(described(1, in_place));
+  EXPECT_TRUE(described(2, out_of_place));
+  size_t bytes = 0;
+  const char* desc = b().description(0, &bytes);
+  EXPECT_EQ("in->out", std::string(desc, bytes));
 }
 
 TEST_F(BoardLaneTest, LongSignatureDoesNotFit) {

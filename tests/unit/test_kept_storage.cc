@@ -11,6 +11,7 @@
 
 namespace {
 
+using hvdc::core::OpBuffers;
 using hvdc::core::OpState;
 using hvdc::core::PendingHit;
 using hvdc::core::ProcessSetInfo;
@@ -56,9 +57,9 @@ TEST(KeptStorage, PopNewSkipsEntriesTakenBeforeThePass) {
   EXPECT_EQ(kept[0].name, "here");
 }
 
-// With a second vector, pop_new() gives each request's buffer where its input is its output,
-// in step with the requests (an entry taken before the pass shifts neither).
-TEST(KeptStorage, PopNewGivesTheInPlaceBuffersBesideTheRequests) {
+// With a second vector, pop_new() gives each request's input and output, in step with the
+// requests (an entry taken before the pass shifts neither).
+TEST(KeptStorage, PopNewGivesTheBuffersBesideTheRequests) {
   TensorQueue queue;
   float a[4], b_in[4], b_out[4], c[4];
   TensorEntry in_place = entry_named("in-place", 4);
@@ -74,12 +75,14 @@ TEST(KeptStorage, PopNewGivesTheInPlaceBuffersBesideTheRequests) {
   TensorEntry taken;
   ASSERT_TRUE(queue.take(0, "gone", &taken));
   std::vector<Request> kept;
-  std::vector<const void*> buffers(5, c);  // leftovers from an earlier pass
+  std::vector<OpBuffers> buffers(5, OpBuffers{c, c});  // leftovers from an earlier pass
   ASSERT_EQ(queue.pop_new(&kept, &buffers), 2u);
   EXPECT_EQ(kept[0].name, "in-place");
-  EXPECT_EQ(buffers[0], a);
+  EXPECT_EQ(buffers[0].input, a);
+  EXPECT_EQ(buffers[0].output, a);
   EXPECT_EQ(kept[1].name, "apart");
-  EXPECT_EQ(buffers[1], nullptr);
+  EXPECT_EQ(buffers[1].input, b_in);
+  EXPECT_EQ(buffers[1].output, b_out);
 }
 
 // take() keeps the entry's node for the next push: entries pushed into it are whole, a name in

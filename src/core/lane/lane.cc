@@ -37,18 +37,20 @@ ops::LaneBoard* Lane::board_of(const SetState& set) {
   return board;
 }
 
-// The op's buffer where it reduces one tensor in place (ops/lane.h), so that the board can tell
-// whether its description there already is this op's.
-ops::LaneBuffer Lane::lane_buffer(const Request& r, const void* in_place) {
+// The op's buffers (ops/lane.h), so that the board can tell whether its description there
+// already is this op's.
+ops::LaneBuffer Lane::lane_buffer(const Request& r, const OpBuffers& buffers) {
   ops::LaneBuffer buffer;
   buffer.dtype = r.dtype;
   buffer.reduce_op = r.reduce_op;
-  buffer.data = in_place;
-  if (buffer.data != nullptr) buffer.bytes = element_count(r.shape) * common::dtype_size(r.dtype);
+  if (buffers.input == nullptr || buffers.output == nullptr) return buffer;
+  buffer.data = buffers.input;
+  buffer.out = buffers.output;
+  buffer.bytes = element_count(r.shape) * common::dtype_size(r.dtype);
   return buffer;
 }
 
-bool Lane::offer(SetState& set, const Request& request, uint32_t slot, const void* in_place,
+bool Lane::offer(SetState& set, const Request& request, uint32_t slot, const OpBuffers& buffers,
                  const std::deque<Response>& agreed, std::chrono::steady_clock::time_point now) {
   if (!eligible(set, request)) return false;
   ops::LaneBoard* board = board_of(set);
@@ -60,7 +62,7 @@ bool Lane::offer(SetState& set, const Request& request, uint32_t slot, const voi
   }
   lane_signature(slot, set.op_seq, &signature_);
   const uint64_t k = board->lane_next();
-  if (!board->lane_post(k, signature_, lane_buffer(request, in_place))) return false;
+  if (!board->lane_post(k, signature_, lane_buffer(request, buffers))) return false;
   holds_ = true;
   posted_.board = board;
   posted_.ranks = set.info.ranks;  // into the storage of the last op's

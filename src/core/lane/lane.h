@@ -55,10 +55,10 @@ class Lane {
   explicit Lane(LaneContext context) : ctx_(std::move(context)) {}
 
   // A cached request this rank just submitted (its cache slot in `set`): true if the lane took
-  // it, false if it goes to the negotiation. `in_place`: its buffer where its input is its
-  // output (else null); `agreed`: the responses waiting to run here; `now`: the time of the
-  // engine's pass, from which the post's kHoldLimit counts.
-  bool offer(SetState& set, const Request& request, uint32_t slot, const void* in_place,
+  // it, false if it goes to the negotiation. `buffers`: its input and output (null: not known);
+  // `agreed`: the responses waiting to run here; `now`: the time of the engine's pass, from
+  // which the post's kHoldLimit counts.
+  bool offer(SetState& set, const Request& request, uint32_t slot, const OpBuffers& buffers,
              const std::deque<Response>& agreed, std::chrono::steady_clock::time_point now);
   // Decides the op posted here (run: its response goes to the front of *agreed; void: to the
   // negotiation), and voids a peer's post that this rank cannot answer with one of its own
@@ -96,7 +96,7 @@ class Lane {
     std::vector<int> ranks;
   };
   bool eligible(const SetState& set, const Request& request) const;
-  static ops::LaneBuffer lane_buffer(const Request& r, const void* in_place);
+  static ops::LaneBuffer lane_buffer(const Request& r, const OpBuffers& buffers);
   ops::LaneBoard* board_of(const SetState& set);
   bool act_on(ops::LaneVerdict verdict, std::deque<Response>* agreed);
   void answer_peers(const std::deque<Response>& agreed);

@@ -19,22 +19,22 @@ SetState* Negotiation::member_set(int32_t id) {
 }
 
 bool Negotiation::report_local_requests() {
-  const size_t fresh = ctx_.queue->pop_new(&fresh_requests_, &fresh_in_place_);
+  const size_t fresh = ctx_.queue->pop_new(&fresh_requests_, &fresh_buffers_);
   if (fresh == 0) return false;
   std::map<SetState*, std::vector<Request>> uncached;
   for (size_t i = 0; i < fresh; ++i)
-    report_request(fresh_requests_[i], fresh_in_place_[i], &uncached);
+    report_request(fresh_requests_[i], fresh_buffers_[i], &uncached);
   for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
   return true;
 }
 
 void Negotiation::report(Request request) {
   std::map<SetState*, std::vector<Request>> uncached;
-  report_request(request, nullptr, &uncached);
+  report_request(request, OpBuffers(), &uncached);
   for (auto& [set, requests] : uncached) send_uncached(*set, std::move(requests));
 }
 
-void Negotiation::report_request(Request& r, const void* in_place,
+void Negotiation::report_request(Request& r, const OpBuffers& buffers,
                                  std::map<SetState*, std::vector<Request>>* uncached) {
   SetState* set = member_set(r.process_set);
   if (set == nullptr) {
@@ -54,7 +54,7 @@ void Negotiation::report_request(Request& r, const void* in_place,
   uint32_t slot = 0;
   switch (set->cache.lookup(r, &slot)) {
     case ResponseCache::Lookup::kHit: {
-      if (ctx_.lane_offer && ctx_.lane_offer(*set, r, slot, in_place)) break;
+      if (ctx_.lane_offer && ctx_.lane_offer(*set, r, slot, buffers)) break;
       PendingHit hit{slot, std::chrono::steady_clock::now()};
       const size_t bytes = round_input_size(*set, r);
       if (bytes > 0) {

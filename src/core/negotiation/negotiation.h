@@ -58,7 +58,8 @@ struct NegotiationContext {
   const Status* terminated = nullptr;  // non-ok once the engine's work ended
   // Offered each cached request this rank submits (its slot in the set's cache): true if the lane
   // (lane/lane.h) took it, which then agrees on it without a round. Empty: none does.
-  std::function<bool(SetState&, const Request&, uint32_t slot, const void* in_place)> lane_offer;
+  std::function<bool(SetState&, const Request&, uint32_t slot, const OpBuffers& buffers)>
+      lane_offer;
 };
 
 class Negotiation {
@@ -108,8 +109,8 @@ class Negotiation {
   bool running() const { return ctx_.terminated->is_ok(); }
   // negotiation.cc
   // Moves `request` into *uncached unless the cache settles it.
-  // `in_place`: the op's buffer where its input is its output, for the lane (null: not known).
-  void report_request(Request& request, const void* in_place,
+  // `buffers`: the op's input and output, for the lane (null: not known).
+  void report_request(Request& request, const OpBuffers& buffers,
                       std::map<SetState*, std::vector<Request>>* uncached);
   void send_uncached(SetState& set, std::vector<Request> requests);
   void add_remote_requests(int from, RequestList list);
@@ -171,8 +172,8 @@ class Negotiation {
   } agree_bits_;  // agree_cached()'s, reused
   // progress_rounds()' receive buffers (free_receive_buffer()).
   std::vector<std::shared_ptr<std::string>> receive_buffers_;
-  std::vector<Request> fresh_requests_;      // report_local_requests()'s, kept for their storage
-  std::vector<const void*> fresh_in_place_;  // their in-place buffers (TensorQueue::pop_new)
+  std::vector<Request> fresh_requests_;   // report_local_requests()'s, kept for their storage
+  std::vector<OpBuffers> fresh_buffers_;  // their buffers (TensorQueue::pop_new)
   std::vector<Response> round_list_, round_cached_;  // complete_round()'s, kept likewise
   // Executed responses and round inputs no op holds any more, kept for their storage
   // (recycle_response(), spare_round_inputs()).

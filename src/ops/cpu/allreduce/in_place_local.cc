@@ -327,24 +327,29 @@ Status reduce_opened(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec,
                           own.stream_out, own.op_bytes, spec);
 }
 
-// The buffer a description names where it can be kept on the board (board.h): one buffer in
-// place, shown to the peers as it is, in one window that this member does not stage.
+// The buffers a description names where it can be kept on the board (board.h): one tensor's
+// input and output, one piece each, the whole op in one window, shown to the peers as they are.
+// Their description is then the same op after op while no region is allocated or freed in the
+// process, which the board checks before a post names it; only the cut of an op of more than a
+// window changes, after an op that some member staged (note_described). A staged op's exchange
+// is its members' meeting after each copied its input into its stage: it cannot be skipped.
 ops::LaneBuffer kept_buffer(const OwnBuffers& own) {
-  const bool one_buffer = own.in.count() == 1 && same_pieces(own.in, own.out) &&
-                          same_pieces(own.shown_in, own.in) && same_pieces(own.shown_out, own.out);
-  if (!one_buffer || own.staging || own.op_bytes != own.out.bytes()) return {};
-  return {own.in.piece(0).data, own.in.bytes()};
+  if (own.in.count() != 1 || own.out.count() != 1 || own.op_bytes != own.out.bytes() ||
+      own.staged()) {
+    return {};
+  }
+  return {own.in.piece(0).data, own.out.piece(0).data, own.out.bytes()};
 }
 
 // What the op leaves described on the board, for the lane's next post to name (board.h): its
-// kept buffer, where it ran and no member staged. Where one did, the set's next op is cut into
-// windows from its start (SetAccess::last_op_staging), which no kept description names.
+// kept buffers, where it ran. Where some member staged, the set's next op of more than a window
+// is cut into windows from its start (SetAccess::last_op_staging), which no kept description
+// names: no area then names buffers of more than a window.
 void note_described(Board& board, const ops::LaneBuffer& kept, const local::OwnDescription& mine,
-                    const WindowOutcome& outcome, bool ran) {
-  if (outcome.staging) {
-    board.forget_every_described();
-  } else if (ran && kept.data != nullptr) {
-    board.note_described(kept.data, kept.bytes, mine.regions);
+                    const WindowOutcome& outcome, bool ran, size_t window_bytes) {
+  if (outcome.staging) board.forget_every_described(window_bytes);
+  if (ran && kept.data != nullptr && (!outcome.staging || kept.bytes <= window_bytes)) {
+    board.note_described(kept, mine.regions);
   } else {
     board.forget_described();
   }
@@ -394,7 +399,7 @@ Status reduce_on_board(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
   // another still reads this one.
   board.post_outcome(st, op);
   HVDC_RETURN_IF_ERROR(board.wait(comm, /*written=*/true, op));
-  note_described(board, kept_as, mine, *outcome, use && st.is_ok());
+  note_described(board, kept_as, mine, *outcome, use && st.is_ok(), access.window_bytes);
   outcome->ran = use;
   if (!use) return Status::ok();
   return agree_outcomes(comm, st, "reduce its part and write it in place",
@@ -442,8 +447,9 @@ Status reduce_in_place(Comm& comm, const OwnBuffers& own, const ReduceSpec& spec
     return descs[m].first;
   };
   outcome->staging = any_staging(comm, desc_of);
-  // The next op is cut into windows: no description kept on the board names it (note_described).
-  if (outcome->staging && set.board) set.board->forget_every_described();
+  // The next op of more than a window is cut into windows: no description kept on the board
+  // names one (note_described).
+  if (outcome->staging && set.board) set.board->forget_every_described(access.window_bytes);
   bool use = false;
   HVDC_RETURN_IF_ERROR(decide(comm, access, set, needs_cma, views, opened, &use));
   if (!use) return Status::ok();

@@ -80,7 +80,7 @@ int Board::area_for(const LaneBuffer& buffer, size_t bytes) {
   int oldest = 1;
   for (int a = 1; a <= kKeptDescriptions; ++a) {
     const Area& area = areas_[a];
-    if (area.key.data == buffer.data && area.key.bytes == buffer.bytes) return a;
+    if (same_buffers(area.key, buffer)) return a;
     if (area.last_used < areas_[oldest].last_used) oldest = a;
   }
   return oldest;

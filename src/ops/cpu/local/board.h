@@ -70,8 +70,8 @@ class Board : public LaneBoard {
   // The next op's number (the same on every member: they run the same ops in the same order).
   uint64_t next_op() { return ++op_; }
   uint64_t ops() const { return op_; }  // how many ran on the boards
-  // Posts this member's description of `op`; `buffer` names the single buffer reduced in
-  // place it describes (data null: none), which gives it an area of its own.
+  // Posts this member's description of `op`; `buffer` names the buffers of the single tensor
+  // it describes (data null: none), which gives it an area of its own.
   void post_description(const std::string& desc, uint64_t op, const LaneBuffer& buffer);
   // Whether this member's board holds `desc` as the description of the op in progress.
   bool holds_description(const std::string& desc) const;
@@ -87,10 +87,11 @@ class Board : public LaneBoard {
 
   // What the description of the op in progress describes (note_described), or nothing that a
   // post can name (forget_described): set by every op on the board, for the area it used.
-  void note_described(const void* data, size_t bytes, uint64_t regions);
+  void note_described(const LaneBuffer& buffer, uint64_t regions);
   void forget_described();
-  // No area of this board names anything (the set's next op is cut into windows).
-  void forget_every_described();
+  // No area of this board names buffers of more than `over` bytes (after an op that some member
+  // staged, the set's next op of more than a window is cut into windows; 0: none at all).
+  void forget_every_described(size_t over = 0);
   // Whether the op now running is the one the lane agreed on last, and every member posted it
   // as described already (above). Asked once per op: it then no longer holds.
   bool take_described_run();

@@ -58,16 +58,15 @@ int Board::described_area(const LaneBuffer& buffer) const {
   const uint64_t regions = memory::regions_generation();
   for (int a = 0; a <= kKeptDescriptions; ++a) {
     const Area& area = areas_[a];
-    if (area.described.data == buffer.data && area.described.bytes == buffer.bytes &&
-        area.regions == regions) {
+    if (same_buffers(area.described, buffer) && area.regions == regions) {
       return a;
     }
   }
   return -1;
 }
 
-void Board::note_described(const void* data, size_t bytes, uint64_t regions) {
-  areas_[current_].described = {data, bytes};
+void Board::note_described(const LaneBuffer& buffer, uint64_t regions) {
+  areas_[current_].described = buffer;
   areas_[current_].regions = regions;
   any_described_ = true;
 }
@@ -76,10 +75,13 @@ void Board::forget_described() {
   areas_[current_].described = LaneBuffer();
 }
 
-void Board::forget_every_described() {
-  if (!any_described_) return;  // the usual case where every op stages
-  for (Area& area : areas_) area.described = LaneBuffer();
+void Board::forget_every_described(size_t over) {
+  if (!any_described_) return;
   any_described_ = false;
+  for (Area& area : areas_) {
+    if (area.described.bytes > over || over == 0) area.described = LaneBuffer();
+    any_described_ = any_described_ || area.described.data != nullptr;
+  }
 }
 
 // The members' words are read after the verdict, which came after every member's post (each
