@@ -13,6 +13,12 @@ namespace hvdc::memory {
 
 using common::make_error;
 
+size_t physical_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+}
+
 PeerRegions::~PeerRegions() {
   for (auto& [key, m] : maps_) munmap(m.base, m.bytes);
 }
@@ -20,8 +26,11 @@ PeerRegions::~PeerRegions() {
 Status PeerRegions::map(pid_t pid, const RegionRef& ref, char** base, bool pinned) {
   auto it = maps_.find({pid, ref.id});
   if (it != maps_.end()) {
-    it->second.used = true;
-    it->second.pinned |= pinned;
+    it->second.used_in = ops_;
+    if (pinned && !it->second.pinned) {
+      count(it->second, false);
+      it->second.pinned = true;
+    }
     *base = it->second.base;
     return Status::ok();
   }
@@ -46,23 +55,34 @@ Status PeerRegions::map(pid_t pid, const RegionRef& ref, char** base, bool pinne
     return make_error(HVD_ERR_SYSTEM, "mapping %s (%llu bytes) failed: %s", path,
                       static_cast<unsigned long long>(ref.mapped_bytes), strerror(err));
   }
-  maps_[{pid, ref.id}] = Mapping{static_cast<char*>(p), ref.mapped_bytes, true, pinned};
+  const Mapping& m = maps_[{pid, ref.id}] =
+      Mapping{static_cast<char*>(p), ref.mapped_bytes, ops_, pinned};
+  count(m, true);
   *base = static_cast<char*>(p);
   return Status::ok();
 }
 
-void PeerRegions::trim(size_t limit) {
-  if (maps_.size() <= limit) {
-    for (auto& [key, m] : maps_) m.used = false;
-    return;
+void PeerRegions::count(const Mapping& m, bool add) {
+  if (m.pinned) return;
+  if (add) {
+    ++unpinned_count_;
+    unpinned_bytes_ += m.bytes;
+  } else {
+    --unpinned_count_;
+    unpinned_bytes_ -= m.bytes;
   }
+}
+
+void PeerRegions::trim(size_t max_count, size_t max_bytes) {
+  const uint64_t last_op = ops_++;
+  if (unpinned_count_ <= max_count && unpinned_bytes_ <= max_bytes) return;
   for (auto it = maps_.begin(); it != maps_.end();) {
-    if (!it->second.used && !it->second.pinned) {
+    if (it->second.used_in != last_op && !it->second.pinned) {
+      count(it->second, false);
       munmap(it->second.base, it->second.bytes);
       it = maps_.erase(it);
       ++generation_;
     } else {
-      it->second.used = false;
       ++it;
     }
   }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -13,6 +14,9 @@
 #include "memory/shared_regions.h"
 
 namespace hvdc::memory {
+
+// The machine's physical memory in bytes (0 where the system does not say).
+size_t physical_bytes();
 
 class PeerRegions {
  public:
@@ -25,10 +29,12 @@ class PeerRegions {
   // (the process is gone, /proc access refused) names the pid, the fd and the system's text.
   // With `pinned`, the mapping stays until this object goes (trim() leaves it).
   Status map(pid_t pid, const RegionRef& ref, char** base, bool pinned = false);
-  // Unmaps what no op used since the last call, once more than `limit` regions are mapped:
-  // regions a peer freed stay mapped until then.
-  void trim(size_t limit);
+  // Called before each op that maps: unmaps what the last op did not use, once more than
+  // `max_count` regions or more than `max_bytes` bytes are mapped (pinned ones not counted).
+  // Regions a peer freed stay mapped until then: nothing here tells them from live ones.
+  void trim(size_t max_count, size_t max_bytes = SIZE_MAX);
   size_t mapped_count() const { return maps_.size(); }
+  size_t unpinned_bytes() const { return unpinned_bytes_; }
   // Changes whenever trim() unmaps something: what was mapped before may be gone.
   uint64_t generation() const { return generation_; }
 
@@ -36,11 +42,18 @@ class PeerRegions {
   struct Mapping {
     char* base;
     size_t bytes;
-    bool used;
+    uint64_t used_in;  // the last op (ops_ then) that mapped it
     bool pinned;
   };
+  void count(const Mapping& m, bool add);  // to the unpinned totals, or from them
+
   std::map<std::pair<pid_t, uint64_t>, Mapping> maps_;
   uint64_t generation_ = 0;
+  // An op's number, not a flag on every mapping, so that an op's trim does not touch thousands
+  // of them to start the next.
+  uint64_t ops_ = 1;
+  size_t unpinned_count_ = 0;
+  size_t unpinned_bytes_ = 0;
 };
 
 }  // namespace hvdc::memory

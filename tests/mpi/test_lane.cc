@@ -422,6 +422,34 @@ void test_out_of_place_in_turn(Results& results) {
   }
 }
 
+// More hvd_mem_alloc tensors in turn than a member keeps descriptions of, and than the peers'
+// regions once stayed mapped for (256): each op describes its buffer again and reads the
+// peer's through the mappings kept from the first pass (the unit suite checks that none is
+// mapped again); every sum exact, the buffers of the other tensors untouched.
+void test_many_regions_in_turn(Results& results) {
+  constexpr int kTensors = 300;
+  constexpr size_t kCount = 256;
+  std::vector<float*> bufs(kTensors, nullptr);
+  bool ok = true;
+  for (int t = 0; t < kTensors && ok; ++t) {
+    ok = (bufs[t] = shared_floats(results, "lane.many-regions", kCount)) != nullptr;
+  }
+  std::string detail = ok ? "" : "hvd_mem_alloc failed";
+  for (int step = 0; step < 2 * kTensors && ok; ++step) {
+    const int t = step % kTensors;
+    fill(bufs[t], kCount, step);
+    const hvd_status_t s =
+        allreduce_in_place(bufs[t], kCount, "lane.many." + std::to_string(t), HVD_OP_SUM);
+    ok = s == HVD_SUCCESS && check_sum(bufs[t], kCount, step, &detail);
+    if (s != HVD_SUCCESS) detail = status_text(s);
+    if (!ok) detail = "step " + std::to_string(step) + ": " + detail;
+  }
+  record(results, "lane.many-regions-in-turn", ok, detail);
+  for (float* b : bufs) {
+    if (b != nullptr) hvd_mem_free(b);
+  }
+}
+
 // An average of integers reduces a widened copy of its buffer, never the buffer itself: a lane
 // post of one must not name the buffer as described, even right after a sum on that buffer
 // described it (which skipped the descriptions' exchange for the copy once, and failed).
@@ -486,6 +514,7 @@ int run_lane_suite() {
   test_buffer_changes(results);
   test_tensors_in_turn(results);
   test_out_of_place_in_turn(results);
+  test_many_regions_in_turn(results);
   test_integer_average_between(results);
   test_wait_loops(results);  // the lane again after all that
   test_lane_taken(results);

@@ -12,9 +12,6 @@ namespace {
 using local::OpenedViews;
 using local::OwnDescription;
 
-// Peers' regions stay mapped between ops, up to this many.
-constexpr size_t kMappedRegions = 256;
-
 // Storage for a new entry of *kept: a fresh one while fewer than kKeptDescriptions are kept,
 // else the one used least recently (its storage reused).
 template <typename Entry>
@@ -73,7 +70,7 @@ void open_views(const Comm& comm, const Pieces& out, const std::vector<Descripti
                 local::Board* boards, std::vector<local::PeerViews>* views, bool* needs_cma,
                 Status* opened) {
   local::LocalAccess& access = *comm.local;
-  access.regions.trim(kMappedRegions);
+  access.regions.trim(access.mapped_regions_max, access.mapped_bytes_max);
   views->assign(comm.size(), local::PeerViews());
   *needs_cma = false;
   *opened = Status::ok();

@@ -3,6 +3,7 @@
 // switches. One per host backend; engine thread only.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -70,6 +71,13 @@ struct LocalAccess {
   // lane agrees on (the same on every rank, as init checks).
   bool lane = true;
   memory::PeerRegions regions;
+  // The peers' regions stay mapped between ops while at most this many, of at most this many
+  // bytes, are (memory::PeerRegions::trim): room for the buffers of a model of thousands of
+  // tensors taken in turn, where 256 once made every op map its regions again past 256. The
+  // bytes bound those of regions the peers freed, which a mapping keeps until it goes; the
+  // peers' live regions fit in it unless they take more than half the machine's memory.
+  size_t mapped_regions_max = 4096;
+  size_t mapped_bytes_max = std::max<size_t>(memory::physical_bytes() / 2, size_t{1} << 30);
   std::map<std::vector<int>, SetAccess> sets;  // by member ranks
   bool fallback_logged = false;
   std::vector<char> bounce;           // a segment per member, for reads through the kernel
