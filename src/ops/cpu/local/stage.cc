@@ -48,6 +48,11 @@ Status stage_view(LocalAccess& access, const Pieces& out, Pieces* staged) {
         memory::allocate_region(bytes, &access.stage).with_context("mapping the allreduce stage"));
     access.stage_bytes = bytes;
   }
+  // The stage is one buffer: a view of one piece keeps it inline and allocates nothing.
+  if (out.count() <= 1) {
+    *staged = Pieces(access.stage, out.bytes());
+    return Status::ok();
+  }
   std::vector<Piece> pieces;
   pieces.reserve(out.count());
   char* at = static_cast<char*>(access.stage);
