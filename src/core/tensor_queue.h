@@ -41,13 +41,13 @@ struct TensorEntry {
 // ("allreduce 'grad.3' (process set 0) failed after 1.20 s: <status's message>").
 common::Status op_failure(const TensorEntry& entry, const common::Status& status);
 
-// A copy of what an op in flight is, for diagnostics.
 // An op's input and output as the caller gave them (null: not known, or none given).
 struct OpBuffers {
   const void* input = nullptr;
   const void* output = nullptr;
 };
 
+// A copy of what an op in flight is, for diagnostics.
 struct PendingOp {
   Request request;
   std::chrono::steady_clock::time_point submitted;

@@ -90,7 +90,8 @@ class Board : public LaneBoard {
   void note_described(const LaneBuffer& buffer, uint64_t regions);
   void forget_described();
   // No area of this board names buffers of more than `over` bytes (after an op that some member
-  // staged, the set's next op of more than a window is cut into windows; 0: none at all).
+  // staged, the set's next op of more than a window is cut into windows; 0: none at all, as
+  // every area that names buffers names some bytes).
   void forget_every_described(size_t over = 0);
   // Whether the op now running is the one the lane agreed on last, and every member posted it
   // as described already (above). Asked once per op: it then no longer holds.

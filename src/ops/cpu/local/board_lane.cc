@@ -79,7 +79,7 @@ void Board::forget_every_described(size_t over) {
   if (!any_described_) return;
   any_described_ = false;
   for (Area& area : areas_) {
-    if (area.described.bytes > over || over == 0) area.described = LaneBuffer();
+    if (area.described.bytes > over) area.described = LaneBuffer();
     any_described_ = any_described_ || area.described.data != nullptr;
   }
 }
