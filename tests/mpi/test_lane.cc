@@ -312,48 +312,55 @@ void test_buffer_changes(Results& results) {
 }
 
 // Ops on hvd_mem_alloc buffers taken in turn, each under its own name: each rank keeps the
-// description of up to 64 such buffers on its board (board.h), so each op may skip the
+// description of up to 512 such buffers on its board (board.h), so each op may skip the
 // descriptions' exchange and read its peers' buffers through views opened for an earlier op.
 // Every phase changes what could go stale: three tensors in turn, more tensors than are kept,
 // one rank's buffers of two tensors swapped, a region freed and allocated again, heap and
 // out-of-place ops in between, and a 2 MiB op after a 2 MiB heap op (which its ranks copy
 // through their stages: the op after it is cut into windows, which no kept description names).
-// Every buffer but the op's is poisoned first, so that reading a stale one shows.
+// Every buffer but the op's holds poison, so that reading a stale one shows.
+constexpr int kInTurnTensors = 520;
 // The phase of a step: 40 steps each, but the second, which takes more tensors than are kept
-// (70 of them, twice and more) so that every op of it finds its area given to another.
+// (520 of them, twice and more) so that every op of it finds its area given to another.
 int in_turn_phase(int step) {
-  constexpr int kEnds[] = {40, 190, 230, 270};
+  constexpr int kEnds[] = {40, 40 + 2 * kInTurnTensors + 60, 2 * kInTurnTensors + 140,
+                           2 * kInTurnTensors + 180};
   int phase = 0;
   while (phase < 4 && step >= kEnds[phase]) ++phase;
   return phase;
 }
 
 void test_tensors_in_turn(Results& results) {
-  constexpr int kTensors = 70;
+  constexpr int kTensors = kInTurnTensors;
   constexpr size_t kCount = 4 << 10;       // 16 KiB
   constexpr size_t kBigCount = 512 << 10;  // 2 MiB
   std::vector<float*> bufs(kTensors, nullptr);
   bool ok = true;
-  for (float*& b : bufs) ok = ok && (b = shared_floats(results, "lane.in-turn", kCount));
+  for (float*& b : bufs) {
+    ok = ok && (b = shared_floats(results, "lane.in-turn", kCount));
+    if (ok) poison(b, kCount);
+  }
   float* big = shared_floats(results, "lane.in-turn", kBigCount);
   std::vector<float> heap(kBigCount), out(kCount);
   std::string detail = ok && big != nullptr ? "" : "hvd_mem_alloc failed";
   ok = ok && big != nullptr;
   const bool last = hvd_rank() == hvd_size() - 1;
-  for (int step = 0; step < 310 && ok; ++step) {
+  float* written = nullptr;  // the one buffer of bufs that does not hold poison
+  for (int step = 0; step < 2 * kTensors + 220 && ok; ++step) {
     const int phase = in_turn_phase(step);
     int t = step % (phase == 1 ? kTensors : 3);
     if (phase == 2 && last && t < 2) t = 1 - t;  // this rank's tensor t lies in the other's buffer
     if (phase == 3 && step % 40 == 10) {
+      if (written == bufs[0]) written = nullptr;
       hvd_mem_free(bufs[0]);
       ok = (bufs[0] = shared_floats(results, "lane.in-turn", kCount)) != nullptr;
       if (!ok) break;
+      poison(bufs[0], kCount);
     }
     const std::string name = "lane.in-turn." + std::to_string(step % (phase == 1 ? kTensors : 3));
     float* mine = bufs[t];
-    for (float* b : bufs) {
-      if (b != mine) poison(b, kCount);
-    }
+    if (written != nullptr && written != mine) poison(written, kCount);
+    written = nullptr;
     hvd_status_t s = HVD_SUCCESS;
     float* result = mine;
     size_t count = kCount;
@@ -370,6 +377,7 @@ void test_tensors_in_turn(Results& results) {
                              HVD_OP_SUM);
     } else {
       fill(mine, kCount, step);
+      written = mine;
       s = allreduce_in_place(mine, kCount, name, HVD_OP_SUM);
     }
     ok = s == HVD_SUCCESS && check_sum(result, count, step, &detail);
@@ -422,12 +430,12 @@ void test_out_of_place_in_turn(Results& results) {
   }
 }
 
-// More hvd_mem_alloc tensors in turn than a member keeps descriptions of, and than the peers'
-// regions once stayed mapped for (256): each op describes its buffer again and reads the
+// More hvd_mem_alloc tensors in turn than a member keeps descriptions of (512), and than the
+// peers' regions once stayed mapped for (256): each op describes its buffer again and reads the
 // peer's through the mappings kept from the first pass (the unit suite checks that none is
 // mapped again); every sum exact, the buffers of the other tensors untouched.
 void test_many_regions_in_turn(Results& results) {
-  constexpr int kTensors = 300;
+  constexpr int kTensors = 600;
   constexpr size_t kCount = 256;
   std::vector<float*> bufs(kTensors, nullptr);
   bool ok = true;

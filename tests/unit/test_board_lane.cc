@@ -37,6 +37,25 @@ class BoardLaneTest : public ::testing::Test {
     for (auto& board : boards_) board->note_described(whole(), regions_now());
   }
   static uint64_t regions_now() { return memory::regions_generation(); }
+  // Both members post `desc` for op `op` on `posted`, and the op ran on `ran_on`.
+  void describe_on_both(const std::string& desc, uint64_t op, const LaneBuffer& posted,
+                        const LaneBuffer& ran_on) {
+    for (auto& board : boards_) {
+      board->post_description(desc, op, posted);
+      board->note_described(ran_on, regions_now());
+    }
+  }
+  // Both members post agreement k on `buffer`, which runs: whether both take it as described
+  // already (they must agree).
+  bool described_run(uint64_t k, const LaneBuffer& buffer) {
+    EXPECT_TRUE(a().lane_post(k, "sig", buffer));
+    EXPECT_TRUE(b().lane_post(k, "sig", buffer));
+    EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(k));
+    EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(k));
+    const bool run = a().take_described_run();
+    EXPECT_EQ(run, b().take_described_run()) << "agreement " << k;
+    return run;
+  }
   LaneBuffer whole() { return {buffer_, buffer_, sizeof buffer_}; }
 
   alignas(64) char buffer_[256] = {0};
@@ -186,82 +205,66 @@ TEST_F(BoardLaneTest, EachKeptBufferKeepsItsDescription) {
   auto buffer = [&](int i) { return LaneBuffer{buffers[i], buffers[i], sizeof buffers[i]}; };
   uint64_t op = 0, k = 0;
   auto describe = [&](int i) {  // both members post a description of buffer i; the op ran
-    ++op;
-    for (auto& board : boards_) {
-      board->post_description("desc-" + std::to_string(i), op, buffer(i));
-      board->note_described(buffer(i), regions_now());
-    }
+    describe_on_both("desc-" + std::to_string(i), ++op, buffer(i), buffer(i));
   };
-  auto described_run = [&](int i) {  // an op on buffer i, agreed; its description as b reads it
-    ++k;
-    EXPECT_TRUE(a().lane_post(k, "sig", buffer(i)));
-    EXPECT_TRUE(b().lane_post(k, "sig", buffer(i)));
-    EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(k));
-    EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(k));
-    const bool run_a = a().take_described_run();
-    const bool run_b = b().take_described_run();
-    EXPECT_EQ(run_a, run_b);  // both described the buffer alike
+  auto read_after_run = [&](int i) {  // an op on buffer i, agreed; its description as b reads it
+    const bool run_a = described_run(++k, buffer(i));
     size_t bytes = 0;
     const char* desc = b().description(0, &bytes);
     return run_a ? std::string(desc, bytes) : std::string("(described again)");
   };
   for (int i = 0; i < 3; ++i) describe(i);
-  EXPECT_EQ("desc-1", described_run(1));
-  EXPECT_EQ("desc-0", described_run(0));
+  EXPECT_EQ("desc-1", read_after_run(1));
+  EXPECT_EQ("desc-0", read_after_run(0));
   ++op;
   for (auto& board : boards_) {
     board->post_description("fused", op, LaneBuffer());  // no buffer of its own
     board->forget_described();
   }
-  EXPECT_EQ("desc-2", described_run(2));
+  EXPECT_EQ("desc-2", read_after_run(2));
   EXPECT_TRUE(a().holds_description("desc-2"));
-  EXPECT_EQ("(described again)", described_run(kKeptDescriptions));  // never described
-  for (int i = 3; i < kKeptDescriptions; ++i) describe(i);           // every area taken
-  EXPECT_EQ("desc-0", described_run(0));
+  EXPECT_EQ("(described again)", read_after_run(kKeptDescriptions));  // never described
+  for (int i = 3; i < kKeptDescriptions; ++i) describe(i);            // every area taken
+  EXPECT_EQ("desc-0", read_after_run(0));
   describe(kKeptDescriptions);  // into the area used least recently: buffer 1's
-  EXPECT_EQ("(described again)", described_run(1));
-  EXPECT_EQ("desc-" + std::to_string(kKeptDescriptions), described_run(kKeptDescriptions));
-  EXPECT_EQ("desc-0", described_run(0));
+  EXPECT_EQ("(described again)", read_after_run(1));
+  EXPECT_EQ("desc-" + std::to_string(kKeptDescriptions), read_after_run(kKeptDescriptions));
+  EXPECT_EQ("desc-0", read_after_run(0));
   // A description posted again, whose op failed, names nothing; the others still hold.
   ++op;
   for (auto& board : boards_) {
     board->post_description("desc-0, changed", op, buffer(0));
     board->forget_described();
   }
-  EXPECT_EQ("(described again)", described_run(0));
-  EXPECT_EQ("desc-2", described_run(2));
+  EXPECT_EQ("(described again)", read_after_run(0));
+  EXPECT_EQ("desc-2", read_after_run(2));
   // Where a member staged, the next op of more than a window is cut into windows: no area names
   // buffers larger than that; with 0, none names anything.
   for (auto& board : boards_) board->forget_every_described(sizeof buffers[0]);
-  EXPECT_EQ("desc-2", described_run(2));
+  EXPECT_EQ("desc-2", read_after_run(2));
   for (auto& board : boards_) board->forget_every_described(sizeof buffers[0] - 1);
-  EXPECT_EQ("(described again)", described_run(2));
-  EXPECT_EQ("(described again)", described_run(3));
+  EXPECT_EQ("(described again)", read_after_run(2));
+  EXPECT_EQ("(described again)", read_after_run(3));
 }
 
-// An op's output is part of what its area names: the same input reduced into another output
-// (or in place after out of place) is another buffer, whose description lies elsewhere.
-TEST_F(BoardLaneTest, AKeptAreaNamesTheOutputToo) {
-  alignas(64) static char in[64], out[64];
+// A kept area names the buffers it was given for, the output among them: the same input reduced
+// into another output (or in place after out of place) is another buffer, whose description lies
+// elsewhere. An op that says it ran on other buffers than it posted (a kept area is found by the
+// buffers posted) leaves its area naming nothing, and the other areas as they were.
+TEST_F(BoardLaneTest, AKeptAreaNamesOnlyTheBuffersItWasGivenFor) {
+  alignas(64) static char in[64], out[64], other[64];
   const LaneBuffer out_of_place{in, out, sizeof in}, in_place{in, in, sizeof in};
-  for (auto& board : boards_) {
-    board->post_description("in->out", 1, out_of_place);
-    board->note_described(out_of_place, regions_now());
-  }
-  auto described = [&](uint64_t k, const LaneBuffer& buffer) {
-    EXPECT_TRUE(a().lane_post(k, "sig", buffer));
-    EXPECT_TRUE(b().lane_post(k, "sig", buffer));
-    EXPECT_EQ(LaneVerdict::kRun, a().lane_decide(k));
-    EXPECT_EQ(LaneVerdict::kRun, b().lane_decide(k));
-    const bool run = a().take_described_run();
-    EXPECT_EQ(run, b().take_described_run());
-    return run;
-  };
-  EXPECT_FALSE(described(1, in_place));
-  EXPECT_TRUE(described(2, out_of_place));
+  const LaneBuffer elsewhere{other, other, sizeof other};
+  describe_on_both("in->out", 1, out_of_place, out_of_place);
+  EXPECT_FALSE(described_run(1, in_place));
+  EXPECT_TRUE(described_run(2, out_of_place));
   size_t bytes = 0;
   const char* desc = b().description(0, &bytes);
   EXPECT_EQ("in->out", std::string(desc, bytes));
+  describe_on_both("in->in", 2, in_place, elsewhere);
+  EXPECT_FALSE(described_run(3, in_place));
+  EXPECT_FALSE(described_run(4, elsewhere));
+  EXPECT_TRUE(described_run(5, out_of_place));
 }
 
 TEST_F(BoardLaneTest, LongSignatureDoesNotFit) {

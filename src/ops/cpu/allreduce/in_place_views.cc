@@ -1,6 +1,6 @@
 #include "ops/cpu/allreduce/in_place_views.h"
 
-#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "memory/shared_regions.h"
@@ -12,14 +12,23 @@ namespace {
 using local::OpenedViews;
 using local::OwnDescription;
 
-// Storage for a new entry of *kept: a fresh one while fewer than kKeptDescriptions are kept,
-// else the one used least recently (its storage reused).
+// A hash of a view, for finding what is kept of it: its length, its count of pieces and where
+// its first and last pieces lie (an entry found is compared piece by piece anyway, so a hash
+// of every piece of a fused op would cost more than it turns away).
+uint64_t pieces_hash(const Pieces& pieces, uint64_t seed) {
+  using common::LruSlots;
+  uint64_t h = LruSlots::mix(seed, pieces.bytes());
+  h = LruSlots::mix(h, pieces.count());
+  if (pieces.count() == 0) return h;
+  h = LruSlots::mix(h, reinterpret_cast<uintptr_t>(pieces.piece(0).data));
+  return LruSlots::mix(h, reinterpret_cast<uintptr_t>(pieces.piece(pieces.count() - 1).data));
+}
+
+// The entry of `kept` that slot s of `slots` names, made where s is new.
 template <typename Entry>
-Entry& entry_for_new(std::vector<Entry>* kept) {
-  if (kept->size() < static_cast<size_t>(local::kKeptDescriptions)) return kept->emplace_back();
-  return *std::min_element(kept->begin(), kept->end(), [](const Entry& a, const Entry& b) {
-    return a.last_used < b.last_used;
-  });
+Entry& entry_at(std::vector<Entry>* kept, int s) {
+  if (static_cast<size_t>(s) >= kept->size()) kept->resize(s + 1);
+  return (*kept)[s];
 }
 
 // Whether views kept serve the op on `out` whose descriptions the board holds: the descriptions
@@ -46,14 +55,20 @@ bool views_still_hold(const Comm& comm, const local::LocalAccess& access, const 
 const OwnDescription& describe_mine(const Pieces& in, const Pieces& out, bool staging,
                                     local::SetAccess& set) {
   const uint64_t regions = memory::regions_generation();
-  for (OwnDescription& kept : set.descriptions) {
-    if (kept.regions == regions && kept.staging == staging && same_pieces(kept.in, in) &&
-        same_pieces(kept.out, out)) {
-      kept.last_used = ++set.uses;
-      return kept;
-    }
+  const uint64_t hash = pieces_hash(in, pieces_hash(out, staging));
+  common::LruSlots& slots = set.description_slots;
+  int s = slots.find(hash, [&](int slot) {
+    const OwnDescription& kept = set.descriptions[slot];
+    return kept.staging == staging && same_pieces(kept.in, in) && same_pieces(kept.out, out);
+  });
+  if (s >= 0) {
+    slots.touch(s);
+    // Described while other regions were mapped, it is described again in its own entry.
+    if (set.descriptions[s].regions == regions) return set.descriptions[s];
+  } else {
+    s = slots.take(hash);
   }
-  OwnDescription& mine = entry_for_new(&set.descriptions);
+  OwnDescription& mine = entry_at(&set.descriptions, s);
   local::BufferDesc desc = local::describe(in, out);
   desc.staging = staging;
   if (set.board) desc.board = set.board->ref();
@@ -62,7 +77,6 @@ const OwnDescription& describe_mine(const Pieces& in, const Pieces& out, bool st
   mine.out = out;
   mine.regions = regions;
   mine.staging = staging;
-  mine.last_used = ++set.uses;
   return mine;
 }
 
@@ -93,13 +107,24 @@ const OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAc
                                const local::Board& board, Status* opened) {
   const local::LocalAccess& access = *comm.local;
   *opened = Status::ok();
-  for (OpenedViews& kept : set.opened) {
-    if (views_still_hold(comm, access, kept, out, board)) {
-      kept.last_used = ++set.uses;
-      return kept;
-    }
+  const uint64_t hash = pieces_hash(out, 0);
+  common::LruSlots& slots = set.opened_slots;
+  // Views opened before a mapping went never hold again (the generation only grows): the first
+  // of them on this output is opened again in place, so that they do not pile up on its hash.
+  int stale = -1;
+  int s = slots.find(hash, [&](int slot) {
+    const OpenedViews& kept = set.opened[slot];
+    if (stale < 0 && kept.mappings != access.regions.generation()) stale = slot;
+    return views_still_hold(comm, access, kept, out, board);
+  });
+  if (s >= 0 || stale >= 0) {
+    slots.touch(s >= 0 ? s : stale);
+    if (s >= 0) return set.opened[s];
+    s = stale;
+  } else {
+    s = slots.take(hash);
   }
-  OpenedViews& fresh = entry_for_new(&set.opened);
+  OpenedViews& fresh = entry_at(&set.opened, s);
   fresh.layout = out;
   std::vector<DescriptionAt> descs(comm.size());
   fresh.descriptions.resize(comm.size());
@@ -110,7 +135,6 @@ const OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAc
   open_views(comm, out, descs, nullptr, &fresh.views, &fresh.need_cma, opened);
   // Read after open_views, whose trim of the mapped regions may have moved it.
   fresh.mappings = opened->is_ok() ? access.regions.generation() : ~uint64_t{0};
-  fresh.last_used = ++set.uses;
   return fresh;
 }
 

@@ -15,13 +15,17 @@ namespace hvdc::ops::cpu::local {
 namespace {
 
 // Room for the descriptions of about 600 pieces (a fused op of 300 tensors out of place) besides
-// the kept areas (16 KiB of them).
-constexpr size_t kBoardBytes = 80 << 10;
+// the kept areas.
+constexpr size_t kBoardBytes = (64 << 10) + kKeptDescriptions * sizeof(KeptDescription);
 
 }  // namespace
 
 Board::Board(int members, int index)
-    : members_(members), index_(index), areas_(kKeptDescriptions + 1), slots_(members, nullptr) {}
+    : members_(members),
+      index_(index),
+      areas_(kKeptDescriptions + 1),
+      kept_(kKeptDescriptions),
+      slots_(members, nullptr) {}
 
 Board::~Board() {
   if (own_ == nullptr) return;
@@ -74,16 +78,23 @@ bool Board::holds_description(const std::string& desc) const {
   return area_holds(static_cast<int>(own_->desc_at), desc);
 }
 
+uint64_t Board::key_hash(const LaneBuffer& buffer) {
+  using common::LruSlots;
+  const uint64_t data = reinterpret_cast<uintptr_t>(buffer.data);
+  return LruSlots::mix(LruSlots::mix(data, reinterpret_cast<uintptr_t>(buffer.out)), buffer.bytes);
+}
+
 // The kept area given to `buffer` before, else the one used least recently.
 int Board::area_for(const LaneBuffer& buffer, size_t bytes) {
   if (buffer.data == nullptr || bytes > kKeptDescriptionBytes) return 0;
-  int oldest = 1;
-  for (int a = 1; a <= kKeptDescriptions; ++a) {
-    const Area& area = areas_[a];
-    if (same_buffers(area.key, buffer)) return a;
-    if (area.last_used < areas_[oldest].last_used) oldest = a;
+  const uint64_t hash = key_hash(buffer);
+  int s = kept_.find(hash, [&](int slot) { return same_buffers(areas_[slot + 1].key, buffer); });
+  if (s >= 0) {
+    kept_.touch(s);
+  } else {
+    s = kept_.take(hash);
   }
-  return oldest;
+  return s + 1;
 }
 
 void Board::post_description(const std::string& desc, uint64_t op, const LaneBuffer& buffer) {
@@ -91,7 +102,6 @@ void Board::post_description(const std::string& desc, uint64_t op, const LaneBuf
   Area& area = areas_[a];
   area.key = buffer;
   area.described = LaneBuffer();  // until the op says what it holds (note_described)
-  area.last_used = ++uses_;
   current_ = a;
   // Rewritten only where it changed: a store to a line the peers read takes it out of their
   // caches, and in a loop over the same buffers each of them then missed on every line of it

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lru_slots.h"
 #include "common/status.h"
 #include "memory/peer_regions.h"
 #include "memory/shared_regions.h"
@@ -42,11 +43,12 @@ namespace hvdc::ops::cpu::local {
 using common::Status;
 
 // How many descriptions of single buffers in place a member keeps on its board (above), and
-// how many descriptions and opened views of its ops it keeps besides (local_access.h). 64: a
-// loop over 20 tensors in turn, past the 16 kept before, missed on every op and took 4.5-5.4
-// us per 4 KiB op against 3.0-4.6 with 64 kept (docs/performance.md); a longer loop over more
-// than 64 misses on every op again, as it would with any number kept least recently used.
-constexpr int kKeptDescriptions = 64;
+// how many descriptions and opened views of its ops it keeps besides (local_access.h). A loop
+// over more tensors in turn than are kept misses on every op (the least recently used is always
+// the one the next tensor needs): with 64 kept, 128 tensors of 4 KiB took 5.7-7.5 us per op
+// against 2.9 for 64 (docs/performance.md). 512 covers the parameters of ResNet-50 (161),
+// BERT-base (~200) and BERT-large (~390), each found through a hash (common/lru_slots.h).
+constexpr int kKeptDescriptions = 512;
 
 class Board : public LaneBoard {
  public:
@@ -113,8 +115,10 @@ class Board : public LaneBoard {
   bool lane_signatures_equal(uint64_t k, bool* all_posted) const;
   // The area whose description names `buffer` as described, or -1.
   int described_area(const LaneBuffer& buffer) const;
-  // The area for a description of `buffer` (0 where it has none or it does not fit a kept one).
+  // The area for a description of `buffer` (0 where it has none or it does not fit a kept one),
+  // marked as used now.
   int area_for(const LaneBuffer& buffer, size_t bytes);
+  static uint64_t key_hash(const LaneBuffer& buffer);
   bool area_holds(int area, const std::string& desc) const;
   int members_;
   int index_;
@@ -125,15 +129,15 @@ class Board : public LaneBoard {
   uint64_t lane_ran_ = 0;   // the last agreement seen decided to run, until an op takes it
   // What each area of this member's board holds (0: the general one, a + 1: kept area a).
   struct Area {
-    LaneBuffer key;          // the buffer whose description it was given for
-    LaneBuffer described;    // data null: nothing a post can name
-    uint64_t regions = 0;    // memory::regions_generation() when it was described
-    uint64_t last_used = 0;  // uses_ when it was used last
+    LaneBuffer key;        // the buffer whose description it was given for
+    LaneBuffer described;  // data null: nothing a post can name
+    uint64_t regions = 0;  // memory::regions_generation() when it was described
   };
   std::vector<Area> areas_;
+  common::LruSlots kept_;       // kept area a + 1 by the hash of its key
   bool any_described_ = false;  // some area may name a buffer (none since forget_every_described)
+  size_t described_max_ = 0;    // no area names buffers of more bytes
   int current_ = 0;             // the area of the op in progress
-  uint64_t uses_ = 0;           // counts the areas' uses, for last_used
   std::vector<Slot*> slots_;    // by member index, this member's own included; null: not open
 };
 

@@ -44,7 +44,7 @@ bool Board::lane_post(uint64_t k, const std::string& signature, const LaneBuffer
   // Every peer is done reading the last op's descriptions (it posted its outcome), so this
   // post may name the area that holds this op's description already.
   if (area >= 0) {
-    areas_[area].last_used = ++uses_;
+    if (area > 0) kept_.touch(area - 1);
     current_ = area;
     own_->desc_at = static_cast<uint32_t>(area);
   }
@@ -56,31 +56,38 @@ bool Board::lane_post(uint64_t k, const std::string& signature, const LaneBuffer
 int Board::described_area(const LaneBuffer& buffer) const {
   if (buffer.data == nullptr || !any_described_) return -1;
   const uint64_t regions = memory::regions_generation();
-  for (int a = 0; a <= kKeptDescriptions; ++a) {
-    const Area& area = areas_[a];
-    if (same_buffers(area.described, buffer) && area.regions == regions) {
-      return a;
-    }
-  }
-  return -1;
+  auto describes = [&](int a) {
+    return same_buffers(areas_[a].described, buffer) && areas_[a].regions == regions;
+  };
+  if (describes(0)) return 0;
+  // A kept area is found by the hash of its key: one that an op described as other buffers than
+  // it was posted with (note_described) is then found for neither.
+  const int s = kept_.find(key_hash(buffer), [&](int slot) { return describes(slot + 1); });
+  return s >= 0 ? s + 1 : -1;
 }
 
 void Board::note_described(const LaneBuffer& buffer, uint64_t regions) {
-  areas_[current_].described = buffer;
-  areas_[current_].regions = regions;
+  Area& area = areas_[current_];
+  area.described = buffer;
+  area.regions = regions;
   any_described_ = true;
+  described_max_ = std::max(described_max_, buffer.bytes);
 }
 
 void Board::forget_described() {
   areas_[current_].described = LaneBuffer();
 }
 
+// Asked after every staged op: the scan over every area runs only where one names more.
 void Board::forget_every_described(size_t over) {
-  if (!any_described_) return;
+  if (!any_described_ || described_max_ <= over) return;
   any_described_ = false;
+  described_max_ = 0;
   for (Area& area : areas_) {
     if (area.described.bytes > over) area.described = LaneBuffer();
-    any_described_ = any_described_ || area.described.data != nullptr;
+    if (area.described.data == nullptr) continue;
+    any_described_ = true;
+    described_max_ = std::max(described_max_, area.described.bytes);
   }
 }
 

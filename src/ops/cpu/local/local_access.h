@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lru_slots.h"
 #include "memory/peer_regions.h"
 #include "ops/cpu/local/board.h"
 #include "ops/cpu/local/output_reuse.h"
@@ -27,7 +28,6 @@ struct OwnDescription {
   uint64_t regions = 0;  // memory::regions_generation() when described
   bool staging = false;  // what it says of staging (buffer_desc.h)
   std::string encoded;
-  uint64_t last_used = 0;
 };
 
 // Views of the peers' buffers, opened from every member's description.
@@ -37,7 +37,6 @@ struct OpenedViews {
   std::vector<PeerViews> views;           // by member
   bool need_cma = false;
   uint64_t mappings = ~uint64_t{0};  // LocalAccess::regions.generation() when opened
-  uint64_t last_used = 0;
 };
 
 struct SetAccess {
@@ -51,10 +50,12 @@ struct SetAccess {
   bool first_op_done = false;
   // A set runs the same buffers op after op, or a few in turn: this member's descriptions of
   // the last ones, and the views opened from the members' descriptions, are reused while they
-  // still hold, up to kKeptDescriptions of each (in_place_views.cc).
+  // still hold, up to kKeptDescriptions of each (in_place_views.cc), each entry found by a hash
+  // of its buffers in the slots of the same index.
   std::vector<OwnDescription> descriptions;
+  common::LruSlots description_slots{kKeptDescriptions};
   std::vector<OpenedViews> opened;
-  uint64_t uses = 0;  // counts the uses of both, for their last_used
+  common::LruSlots opened_slots{kKeptDescriptions};
   // Whether some member copied windows through its stage in the set's last op here (read from
   // every member's description, so the same on each): the next op is cut into windows from its
   // start only then, so that sets on hvd_mem_alloc buffers pay for no windows (in_place_local.cc).
