@@ -18,8 +18,8 @@ class LruSlots {
   // How many slots were ever taken (each of 0 .. in_use() - 1 holds something).
   int in_use() const { return in_use_; }
 
-  // The slot taken for `hash` for which holds(slot) is true, or -1. Slots taken for another
-  // hash are not asked (nor, mostly, those of other hashes in the same bucket: their hash differs).
+  // The slot taken for `hash` for which holds(slot) is true, or -1. Only slots taken for the
+  // same hash are asked, the most recently taken first.
   template <typename Holds>
   int find(uint64_t hash, Holds holds) const {
     for (int s = buckets_[bucket_of(hash)]; s >= 0; s = slots_[s].next_in_bucket) {
@@ -27,7 +27,7 @@ class LruSlots {
     }
     return -1;
   }
-  // Marks slot s as used now.
+  // Marks slot s, one that find() or take() returned, as used now.
   void touch(int s);
   // A slot for something new, found by `hash` from now on: one never taken while any is left,
   // else the one used least recently (what it held is given up). It is marked as used now.

@@ -330,16 +330,22 @@ int in_turn_phase(int step) {
   return phase;
 }
 
+// Fills *bufs with hvd_mem_alloc buffers of `count` floats holding poison; false where one could
+// not be had (those had are in *bufs, the rest null).
+bool poisoned_buffers(Results& results, std::vector<float*>* bufs, size_t count) {
+  for (float*& b : *bufs) {
+    if ((b = shared_floats(results, "lane.in-turn", count)) == nullptr) return false;
+    poison(b, count);
+  }
+  return true;
+}
+
 void test_tensors_in_turn(Results& results) {
   constexpr int kTensors = kInTurnTensors;
   constexpr size_t kCount = 4 << 10;       // 16 KiB
   constexpr size_t kBigCount = 512 << 10;  // 2 MiB
   std::vector<float*> bufs(kTensors, nullptr);
-  bool ok = true;
-  for (float*& b : bufs) {
-    ok = ok && (b = shared_floats(results, "lane.in-turn", kCount));
-    if (ok) poison(b, kCount);
-  }
+  bool ok = poisoned_buffers(results, &bufs, kCount);
   float* big = shared_floats(results, "lane.in-turn", kBigCount);
   std::vector<float> heap(kBigCount), out(kCount);
   std::string detail = ok && big != nullptr ? "" : "hvd_mem_alloc failed";

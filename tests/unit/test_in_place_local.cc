@@ -22,6 +22,7 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "hvdc.h"
+#include "in_place_fixture.h"
 #include "kernel_reference.h"
 #include "memory/shared_regions.h"
 #include "ops/cpu/allreduce/allreduce.h"
@@ -43,6 +44,8 @@ using hvdc::ops::cpu::ReduceSpec;
 using hvdc::ops::cpu::local::LocalAccess;
 using hvdc::ops::cpu::local::SetAccess;
 using hvdc::ops::cpu::local::Verdict;
+using in_place_fixture::enable_local;
+using in_place_fixture::Region;
 using ucx_ranks::Bytes;
 using ucx_ranks::run_ranks;
 
@@ -59,21 +62,6 @@ const Layout kLayouts[] = {Layout::kHeap, Layout::kMisaligned, Layout::kRegion, 
                            Layout::kFused};
 
 // A rank's shared region, freed when the rank's body ends.
-struct Region {
-  char* base = nullptr;
-  explicit Region(size_t bytes) {
-    void* p = nullptr;
-    Status st = hvdc::memory::allocate_region(bytes, &p);
-    EXPECT_TRUE(st.is_ok()) << st.message();
-    base = static_cast<char*>(p);
-  }
-  ~Region() {
-    if (base != nullptr) {
-      EXPECT_TRUE(hvdc::memory::free_region(base).is_ok());
-    }
-  }
-};
-
 // Deterministic arbitrary bytes, different on every rank and case. Floating values get an
 // exponent below the top one: no NaN, whose payload may come from either operand (reduce.h).
 Bytes input_bytes(int32_t dtype, int rank, uint64_t seed, size_t bytes) {
@@ -200,15 +188,6 @@ Status run_case(Comm& comm, const Case& c, char* region, uint64_t seed, std::str
   return Status::ok();
 }
 
-// Every rank's comm reads in place from the first byte on, with small segments so that 4099
-// elements span several, and heap buffers read through the kernel (never staged).
-void enable_local(Comm& comm, LocalAccess& access) {
-  access.min_bytes = 0;
-  access.stage_max_bytes = 0;
-  comm.local = &access;
-  comm.segment_bytes = 4096;
-}
-
 // Ranks, and the window length (LocalAccess::window_bytes): the default runs every case as one
 // window; a page cuts the cases of 4099 elements into windows (in_place_local.cc).
 class InPlaceLocal : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
@@ -291,127 +270,6 @@ INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceLocal,
                            return "n" + std::to_string(std::get<0>(info.param)) +
                                   (windows ? "_windows" : "");
                          });
-
-// Op `op` of two ranks on 1024 floats of a region in place, checked: *problem names the first
-// wrong element (or an op that did not run in place), unless it names an earlier one.
-Status sum_region_in_place(Comm& comm, float* v, int op, std::string* problem) {
-  for (int i = 0; i < 1024; ++i) v[i] = static_cast<float>(op + comm.index * 1000 + i);
-  ReduceSpec spec;
-  spec.dtype = HVD_FLOAT32;
-  spec.op = HVD_OP_SUM;
-  size_t done = 0;
-  HVDC_RETURN_IF_ERROR(
-      allreduce_in_place_local(comm, Pieces(v, 4096), Pieces(v, 4096), spec, &done));
-  const bool ran = done == 4096;
-  ++comm.seq;
-  for (int i = 0; i < 1024 && problem->empty(); ++i) {
-    const float want = static_cast<float>(2 * (op + i) + 1000);
-    if (!ran || v[i] != want) {
-      *problem = "op " + std::to_string(op) + " element " + std::to_string(i) + " is " +
-                 std::to_string(v[i]) + ", want " + std::to_string(want);
-    }
-  }
-  return Status::ok();
-}
-
-// Regions freed and allocated op after op: the peers' mappings stay bounded, by count and by
-// bytes, and a new region at a reused address is mapped afresh (its data, not the old region's,
-// is read).
-class FreshRegions : public ::testing::TestWithParam<bool> {};
-
-TEST_P(FreshRegions, EveryOpStaysCorrectAndBounded) {
-  const bool by_bytes = GetParam();
-  constexpr int kOps = 300;
-  std::vector<std::string> problems(2);
-  std::vector<size_t> bytes(2);
-  run_ranks(2, [&](Comm& comm) {
-    LocalAccess access;
-    enable_local(comm, access);
-    if (by_bytes) {
-      access.mapped_bytes_max = 64 << 10;
-    } else {
-      access.mapped_regions_max = 256;
-    }
-    for (int op = 0; op < kOps; ++op) {
-      Region region(4096);
-      float* v = reinterpret_cast<float*>(region.base);
-      HVDC_RETURN_IF_ERROR(sum_region_in_place(comm, v, op, &problems[comm.index]));
-    }
-    bytes[comm.index] = access.regions.unpinned_bytes();
-    return Status::ok();
-  });
-  // Every unpinned mapping is one of those regions (4 KiB each; the boards are pinned): at most
-  // the bound's worth and the last op's region.
-  const size_t most = by_bytes ? (64 << 10) + 4096 : 257 * 4096;
-  for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ("", problems[r]) << "rank " << r;
-    EXPECT_LE(bytes[r], most) << "rank " << r;
-    EXPECT_GE(bytes[r], size_t{4096}) << "rank " << r << ": the last op's region is not mapped";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Bound, FreshRegions, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? std::string("Bytes") : std::string("Count");
-                         });
-
-// A loop over more regions than a member keeps descriptions of, each taken in turn (a model's
-// parameters from hvd_mem_alloc, averaged one by one): once every region is mapped, no op maps
-// or unmaps one again, however many there are below the bound (256 once made every op past 256
-// map its region afresh).
-TEST(InPlaceLocalRegions, ManyRegionsInTurnStayMapped) {
-  constexpr int kRegions = 600;
-  std::vector<std::string> problems(2);
-  std::vector<uint64_t> generations(2);
-  std::vector<size_t> remapped(2);
-  run_ranks(2, [&](Comm& comm) {
-    LocalAccess access;
-    enable_local(comm, access);
-    std::vector<std::unique_ptr<Region>> regions;
-    for (int i = 0; i < kRegions; ++i) regions.push_back(std::make_unique<Region>(4096));
-    size_t mapped_after_first = 0;
-    for (int op = 0; op < 2 * kRegions; ++op) {
-      if (op == kRegions) {
-        generations[comm.index] = access.regions.generation();
-        mapped_after_first = access.regions.mapped_count();
-      }
-      float* v = reinterpret_cast<float*>(regions[op % kRegions]->base);
-      HVDC_RETURN_IF_ERROR(sum_region_in_place(comm, v, op, &problems[comm.index]));
-    }
-    generations[comm.index] = access.regions.generation() - generations[comm.index];
-    remapped[comm.index] = access.regions.mapped_count() - mapped_after_first;
-    return Status::ok();
-  });
-  for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ("", problems[r]) << "rank " << r;
-    EXPECT_EQ(0u, generations[r]) << "rank " << r << ": mappings went in the second pass";
-    EXPECT_EQ(0u, remapped[r]) << "rank " << r << ": regions mapped in the second pass";
-  }
-}
-
-// A set running op after op on the same regions reuses what its first op described and opened.
-// The peers' mappings may still go meanwhile (trimmed, as another set's op does when many
-// regions are mapped): the next op maps them again instead of writing through stale views.
-TEST(InPlaceLocalRegions, KeptViewsAreOpenedAgainAfterTheMappingsAreTrimmed) {
-  constexpr int kOps = 8;
-  std::vector<std::string> problems(2);
-  run_ranks(2, [&](Comm& comm) {
-    LocalAccess access;
-    enable_local(comm, access);
-    Region region(4096);
-    float* v = reinterpret_cast<float*>(region.base);
-    for (int op = 0; op < kOps; ++op) {
-      HVDC_RETURN_IF_ERROR(sum_region_in_place(comm, v, op, &problems[comm.index]));
-      // Twice: the first marks every mapping unused, the second unmaps them.
-      if (op % 3 == 2) {
-        access.regions.trim(0);
-        access.regions.trim(0);
-      }
-    }
-    return Status::ok();
-  });
-  for (int r = 0; r < 2; ++r) EXPECT_EQ("", problems[r]) << "rank " << r;
-}
 
 // A stage that cannot be mapped (here: too large to ask for) costs nothing but the staging: the
 // op reads the heap buffers through the kernel instead, with the same results, and later ops

@@ -12,6 +12,11 @@ namespace {
 using local::OpenedViews;
 using local::OwnDescription;
 
+// Views kept on one output whose peers' descriptions changed since: a peer that takes a few
+// buffers in turn for one tensor still finds its views, one that takes a new one every op
+// does not fill the hash's chain with dead views that every later lookup would compare.
+constexpr int kViewsPerOutput = 4;
+
 // A hash of a view, for finding what is kept of it: its length, its count of pieces and where
 // its first and last pieces lie (an entry found is compared piece by piece anyway, so a hash
 // of every piece of a fused op would cost more than it turns away).
@@ -111,12 +116,22 @@ const OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAc
   common::LruSlots& slots = set.opened_slots;
   // Views opened before a mapping went never hold again (the generation only grows): the first
   // of them on this output is opened again in place, so that they do not pile up on its hash.
-  int stale = -1;
+  // Nor do views from peers' descriptions that changed (a peer that gives this tensor a new
+  // buffer every op): once kViewsPerOutput of those are kept, the one taken longest ago (found
+  // last: a chain runs from the most recently taken) is opened again in place.
+  int stale = -1, dead = -1, dead_count = 0;
   int s = slots.find(hash, [&](int slot) {
     const OpenedViews& kept = set.opened[slot];
-    if (stale < 0 && kept.mappings != access.regions.generation()) stale = slot;
-    return views_still_hold(comm, access, kept, out, board);
+    if (views_still_hold(comm, access, kept, out, board)) return true;
+    if (kept.mappings != access.regions.generation()) {
+      if (stale < 0) stale = slot;
+    } else if (same_pieces(kept.layout, out)) {
+      dead = slot;
+      ++dead_count;
+    }
+    return false;
   });
+  if (stale < 0 && dead_count >= kViewsPerOutput) stale = dead;
   if (s >= 0 || stale >= 0) {
     slots.touch(s >= 0 ? s : stale);
     if (s >= 0) return set.opened[s];

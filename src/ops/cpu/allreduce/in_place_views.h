@@ -28,7 +28,8 @@ inline bool same_pieces(const Pieces& a, const Pieces& b) {
 
 // This member's description of in and out, naming its board where it has one: the one kept for
 // the same pieces while no region came or went (which could move a piece into one or out of
-// it), else a new one in place of the one used least recently.
+// it); one kept from before a region came or went is described again in its own entry, and
+// pieces never described take the entry used least recently.
 const local::OwnDescription& describe_mine(const Pieces& in, const Pieces& out, bool staging,
                                            local::SetAccess& set);
 
@@ -44,7 +45,8 @@ void open_views(const Comm& comm, const Pieces& out, const std::vector<Descripti
 
 // The views of the op whose descriptions `board` holds: those kept where every member
 // describes what it described when they were opened and no mapping they use went since, else
-// views opened now (kept for the next ops where they all opened; *opened says why not).
+// views opened now (kept for the next ops where they all opened; *opened says why not), in
+// place of views on the same output that no longer hold where there are such (in_place_views.cc).
 const local::OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAccess& set,
                                       const local::Board& board, Status* opened);
 

@@ -45,9 +45,10 @@ using common::Status;
 // How many descriptions of single buffers in place a member keeps on its board (above), and
 // how many descriptions and opened views of its ops it keeps besides (local_access.h). A loop
 // over more tensors in turn than are kept misses on every op (the least recently used is always
-// the one the next tensor needs): with 64 kept, 128 tensors of 4 KiB took 5.7-7.5 us per op
-// against 2.9 for 64 (docs/performance.md). 512 covers the parameters of ResNet-50 (161),
-// BERT-base (~200) and BERT-large (~390), each found through a hash (common/lru_slots.h).
+// the one the next tensor needs): with 64 kept, 128 tensors of 4 KiB took 4.65 us per op
+// against 2.80 for 64, medians of 6 runs (docs/performance.md). 512 covers the parameters of
+// ResNet-50 (161), BERT-base (~200) and BERT-large (~390), each found through a hash
+// (common/lru_slots.h).
 constexpr int kKeptDescriptions = 512;
 
 class Board : public LaneBoard {
