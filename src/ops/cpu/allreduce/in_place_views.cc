@@ -36,23 +36,27 @@ Entry& entry_at(std::vector<Entry>* kept, int s) {
   return (*kept)[s];
 }
 
-// Whether views kept serve the op on `out` whose descriptions the board holds: the descriptions
-// they were opened from, checked against the same output (decoding them again checks only its
-// layout, but this member's own description, among them, names its pieces anyway: comparing
-// the pieces first costs a loop over many tensors in turn a few loads per entry instead of a
-// comparison of descriptions), and no mapping they use gone since.
-bool views_still_hold(const Comm& comm, const local::LocalAccess& access, const OpenedViews& kept,
-                      const Pieces& out, const local::Board& board) {
-  if (kept.mappings != access.regions.generation()) return false;
-  if (!same_pieces(kept.layout, out)) return false;
-  if (kept.descriptions.size() != static_cast<size_t>(comm.size())) return false;
+// What views kept are to the op on `out` whose descriptions the board holds. They serve it
+// (kHold) where they were opened from the descriptions the board holds, checked against the same
+// output (decoding them again checks only its layout, but this member's own description, among
+// them, names its pieces anyway: comparing the pieces first costs a loop over many tensors in
+// turn a few loads per entry instead of a comparison of descriptions), and no mapping they use
+// went since. Views opened before a mapping went never hold again (kMappingsGone: the generation
+// only grows); those on this output from peers' descriptions that changed since are kDead.
+enum class KeptViews { kHold, kMappingsGone, kDead, kOtherOutput };
+
+KeptViews kept_views_state(const Comm& comm, const local::LocalAccess& access,
+                           const OpenedViews& kept, const Pieces& out, const local::Board& board) {
+  if (kept.mappings != access.regions.generation()) return KeptViews::kMappingsGone;
+  if (!same_pieces(kept.layout, out)) return KeptViews::kOtherOutput;
+  if (kept.descriptions.size() != static_cast<size_t>(comm.size())) return KeptViews::kDead;
   for (int m = 0; m < comm.size(); ++m) {
     size_t bytes = 0;
     const char* desc = board.description(m, &bytes);
     const std::string& was = kept.descriptions[m];
-    if (bytes != was.size() || std::memcmp(desc, was.data(), bytes) != 0) return false;
+    if (bytes != was.size() || std::memcmp(desc, was.data(), bytes) != 0) return KeptViews::kDead;
   }
-  return true;
+  return KeptViews::kHold;
 }
 
 }  // namespace
@@ -121,15 +125,13 @@ const OpenedViews& board_views(const Comm& comm, const Pieces& out, local::SetAc
   // last: a chain runs from the most recently taken) is opened again in place.
   int stale = -1, dead = -1, dead_count = 0;
   int s = slots.find(hash, [&](int slot) {
-    const OpenedViews& kept = set.opened[slot];
-    if (views_still_hold(comm, access, kept, out, board)) return true;
-    if (kept.mappings != access.regions.generation()) {
-      if (stale < 0) stale = slot;
-    } else if (same_pieces(kept.layout, out)) {
+    const KeptViews state = kept_views_state(comm, access, set.opened[slot], out, board);
+    if (state == KeptViews::kMappingsGone && stale < 0) stale = slot;
+    if (state == KeptViews::kDead) {
       dead = slot;
       ++dead_count;
     }
-    return false;
+    return state == KeptViews::kHold;
   });
   if (stale < 0 && dead_count >= kViewsPerOutput) stale = dead;
   if (s >= 0 || stale >= 0) {
