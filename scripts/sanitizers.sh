@@ -24,7 +24,7 @@ build() {
   # does not have; they are not what these builds check. -O1 with line tables only (-g1):
   # reports keep their functions, files and lines, and the two builds compile in half the time
   # of -O2 -g (25 s against 13 s for core/engine.cc), which a fresh machine without a compiler
-  # cache pays in full.
+  # cache pays in full. The ASan build's test programs compile at -O0 (tests/meson.build).
   local opts=(-Db_sanitize="$sanitize" -Db_lundef=false -Dcuda=disabled -Dnccl=disabled
     -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1 -Dwerror=false "$@")
   if [ -f "$dir/build.ninja" ]; then
