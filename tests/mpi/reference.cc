@@ -41,12 +41,6 @@ bool is_signed_int(int32_t d) {
                               : static_cast<__int128>(u);
 }
 
-// An integer value as a double, rounded to nearest like any conversion of the exact value.
-double as_double(__int128 v) {
-  return v < 0 ? static_cast<double>(static_cast<int64_t>(v))
-               : static_cast<double>(static_cast<uint64_t>(v));
-}
-
 uint64_t load_int(const void* buf, size_t i, int32_t dtype) {
   uint64_t u = 0;
   std::memcpy(&u, static_cast<const char*>(buf) + i * dtype_bytes(dtype), dtype_bytes(dtype));
@@ -63,7 +57,7 @@ long double int_max(int32_t d) {
 // Integer scaling: in double, round half to even, saturate.
 uint64_t scale_int(uint64_t u, int32_t d, double factor) {
   if (factor == 1.0) return u;
-  double v = std::nearbyint(as_double(int_value(u, d)) * factor);
+  double v = std::nearbyint(static_cast<double>(int_value(u, d)) * factor);
   long double c = std::fmin(std::fmax(static_cast<long double>(v), int_min(d)), int_max(d));
   return is_signed_int(d) ? static_cast<uint64_t>(static_cast<int64_t>(c))
                           : static_cast<uint64_t>(c);
