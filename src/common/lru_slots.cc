@@ -2,7 +2,7 @@
 
 namespace hvdc::common {
 
-LruSlots::LruSlots(int slots) : slots_(slots > 0 ? slots : 1) {
+LruSlots::LruSlots(int slots) : slots_(slots > 0 ? slots : 1), replacement_(slots_.size()) {
   // Twice as many buckets as slots, a power of two: chains of one or two slots.
   size_t buckets = 1;
   while (buckets < 2 * slots_.size()) buckets <<= 1;
@@ -19,22 +19,25 @@ uint64_t LruSlots::mix(uint64_t h, uint64_t v) {
 }
 
 void LruSlots::touch(int s) {
+  slots_[s].last_use = replacement_.touched(s);
   if (s == newest_) return;
   unlink_from_order(s);
   make_newest(s);
 }
 
 int LruSlots::take(uint64_t hash) {
+  ++takes_;
   int s = -1;
   if (in_use_ < capacity()) {
     s = in_use_++;
   } else {
-    s = oldest_;
+    s = static_cast<int>(replacement_.victim(oldest_, slots_[oldest_].last_use));
     unlink_from_bucket(s);
     unlink_from_order(s);
   }
   Slot& slot = slots_[s];
   slot.hash = hash;
+  slot.last_use = replacement_.taken(s);
   int& head = buckets_[bucket_of(hash)];
   slot.next_in_bucket = head;
   head = s;

@@ -14,7 +14,7 @@ bool same_metadata(const Request& a, const Request& b) {
 
 }  // namespace
 
-ResponseCache::ResponseCache(size_t capacity) : slots_(capacity) {
+ResponseCache::ResponseCache(size_t capacity) : slots_(capacity), replacement_(capacity) {
   for (uint32_t i = 0; i < capacity; ++i) free_.insert(i);
 }
 
@@ -36,7 +36,8 @@ bool ResponseCache::put(const Response& response, const Request& local) {
   if (existing != by_name_.end()) erase(existing->second);
   bool evicted = false;
   if (free_.empty()) {
-    erase(lru_.front());
+    const uint32_t oldest = lru_.front();
+    erase(static_cast<uint32_t>(replacement_.victim(oldest, slots_[oldest].last_use)));
     evicted = true;
   }
   const uint32_t slot = *free_.begin();
@@ -47,6 +48,7 @@ bool ResponseCache::put(const Response& response, const Request& local) {
   s.response = response;
   s.request = local;
   s.lru = lru_.insert(lru_.end(), slot);
+  s.last_use = replacement_.taken(slot);
   by_name_[response.names[0]] = slot;
   ++generation_;
   return !evicted;
@@ -54,6 +56,7 @@ bool ResponseCache::put(const Response& response, const Request& local) {
 
 void ResponseCache::touch(uint32_t slot) {
   if (slot >= slots_.size() || !slots_[slot].used) return;
+  slots_[slot].last_use = replacement_.touched(slot);
   lru_.splice(lru_.end(), lru_, slots_[slot].lru);
 }
 
@@ -62,6 +65,7 @@ void ResponseCache::erase(uint32_t slot) {
   Slot& s = slots_[slot];
   by_name_.erase(s.response.names[0]);
   lru_.erase(s.lru);
+  replacement_.erased(slot);
   s = Slot();
   free_.insert(slot);
   ++generation_;

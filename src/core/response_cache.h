@@ -4,7 +4,9 @@
 //
 // Every rank applies the same puts, touches and erases in the same order (they happen while a
 // round's responses are processed, and rounds are processed in the same order everywhere), so
-// slot numbers and LRU order agree on every rank without being sent.
+// slot numbers and which entry goes when it is full (common/replacement.h: the least recently
+// used, except that a loop over more tensors than it holds keeps all but one) agree on every
+// rank without being sent.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/replacement.h"
 #include "core/message.h"
 
 namespace hvdc::core {
@@ -30,7 +33,7 @@ class ResponseCache {
   // Whether a response may be cached: a successful allreduce or allgather.
   static bool cacheable(const Response& response);
   // Records a single-tensor response with this rank's request for it, replacing an entry of the
-  // same name; evicts the least recently used entry when full (false then, else true).
+  // same name; evicts an entry when full (false then, else true).
   bool put(const Response& response, const Request& local);
   void touch(uint32_t slot);  // most recently used
   void erase(uint32_t slot);
@@ -52,12 +55,14 @@ class ResponseCache {
     Response response;
     Request request;
     std::list<uint32_t>::iterator lru;
+    uint64_t last_use = 0;  // the replacement's stamp when last put or touched
   };
 
   std::vector<Slot> slots_;
   std::unordered_map<std::string, uint32_t> by_name_;
   std::list<uint32_t> lru_;  // front: least recently used
   std::set<uint32_t> free_;  // lowest first, so slot choice needs no communication
+  common::Replacement replacement_;
   uint64_t generation_ = 0;
   uint32_t slots_used_ = 0;  // one past the highest slot ever used
 };

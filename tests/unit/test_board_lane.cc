@@ -226,9 +226,12 @@ TEST_F(BoardLaneTest, EachKeptBufferKeepsItsDescription) {
   EXPECT_EQ("(described again)", read_after_run(kKeptDescriptions));  // never described
   for (int i = 3; i < kKeptDescriptions; ++i) describe(i);            // every area taken
   EXPECT_EQ("desc-0", read_after_run(0));
-  describe(kKeptDescriptions);  // into the area used least recently: buffer 1's
-  EXPECT_EQ("(described again)", read_after_run(1));
+  // Every area was used lately: a new buffer takes the area of the last new one (buffer
+  // kKeptDescriptions - 1's), and buffer 1's, the least recently used, stays (lru_slots.h).
+  describe(kKeptDescriptions);
   EXPECT_EQ("desc-" + std::to_string(kKeptDescriptions), read_after_run(kKeptDescriptions));
+  EXPECT_EQ("(described again)", read_after_run(kKeptDescriptions - 1));
+  EXPECT_EQ("desc-1", read_after_run(1));
   EXPECT_EQ("desc-0", read_after_run(0));
   // A description posted again, whose op failed, names nothing; the others still hold.
   ++op;

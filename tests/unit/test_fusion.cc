@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "core/fusion.h"
@@ -129,6 +130,29 @@ TEST(ResponseCache, HitInvalidMissAndLruEviction) {
   cache.erase(0);
   EXPECT_EQ(cache.lookup(a, &slot), ResponseCache::Lookup::kMiss);
   EXPECT_EQ(cache.size(), 1u);
+}
+
+// A loop over more tensors than the cache holds keeps all but one of them from pass to pass
+// (common/replacement.h), where evicting the least recently used alone missed on every one.
+TEST(ResponseCache, ALoopOverMoreTensorsThanItHoldsKeepsAllButOne) {
+  ResponseCache cache(8);
+  int hits = 0, evictions = 0;
+  for (int pass = 0; pass < 4; ++pass) {
+    hits = 0;
+    for (int t = 0; t < 12; ++t) {
+      const Response r = allreduce("t" + std::to_string(t), 4);
+      uint32_t slot = 99;
+      if (cache.lookup(request_for(r), &slot) == ResponseCache::Lookup::kHit) {
+        cache.touch(slot);
+        ++hits;
+      } else {
+        evictions += !cache.put(r, request_for(r));
+      }
+    }
+  }
+  EXPECT_EQ(hits, 7);
+  EXPECT_EQ(evictions, 4 + 3 * 5);  // the first pass's last four, then five a pass
+  EXPECT_EQ(cache.size(), 8u);
 }
 
 // A round's bit vectors cover the slots ever used, not the whole capacity; a bit past them

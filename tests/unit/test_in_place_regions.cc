@@ -148,32 +148,67 @@ TEST(InPlaceLocalRegions, KeptViewsAreOpenedAgainAfterTheMappingsAreTrimmed) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ("", problems[r]) << "rank " << r;
 }
 
-// A loop over more tensors in turn than 64 (what was kept before) but fewer than are kept now
-// finds every one's description and views in its second pass: no entry is taken for any of
-// them again (a miss would take a slot, up to every one of the 512).
-TEST(InPlaceLocalRegions, ALoopOverHundredsOfTensorsFindsWhatItKept) {
-  constexpr int kRegions = 300;
-  std::vector<std::string> problems(2);
-  std::vector<int> descriptions(2), opened(2);
+// What the last of `passes` loops over `count` regions in turn (each op on one, in place) took
+// slots for again on each rank: its own descriptions, and views of the peers' buffers. Each take
+// is a lookup that found nothing kept.
+struct Retaken {
+  uint64_t descriptions = 0;
+  uint64_t views = 0;
+};
+
+std::vector<Retaken> loop_in_turn(int count, int passes, std::vector<std::string>* problems) {
+  std::vector<Retaken> retaken(2);
   run_ranks(2, [&](Comm& comm) {
     LocalAccess access;
     enable_local(comm, access);
     std::vector<std::unique_ptr<Region>> regions;
-    for (int i = 0; i < kRegions; ++i) regions.push_back(std::make_unique<Region>(4096));
-    for (int op = 0; op < 2 * kRegions; ++op) {
-      float* v = reinterpret_cast<float*>(regions[op % kRegions]->base);
-      HVDC_RETURN_IF_ERROR(sum_region_in_place(comm, v, op, &problems[comm.index]));
+    for (int i = 0; i < count; ++i) regions.push_back(std::make_unique<Region>(4096));
+    Retaken& mine = retaken[comm.index];
+    for (int pass = 0, op = 0; pass < passes; ++pass) {
+      if (pass == passes - 1) {  // the set exists from the first op on
+        const SetAccess& set = access.sets[comm.members];
+        mine = {set.description_slots.takes(), set.opened_slots.takes()};
+      }
+      for (int i = 0; i < count; ++i, ++op) {
+        float* v = reinterpret_cast<float*>(regions[i]->base);
+        HVDC_RETURN_IF_ERROR(sum_region_in_place(comm, v, op, &(*problems)[comm.index]));
+      }
     }
     const SetAccess& set = access.sets[comm.members];
-    descriptions[comm.index] = set.description_slots.in_use();
-    opened[comm.index] = set.opened_slots.in_use();
+    mine = {set.description_slots.takes() - mine.descriptions,
+            set.opened_slots.takes() - mine.views};
     return Status::ok();
   });
+  return retaken;
+}
+
+// A loop over more tensors in turn than 64 (what was kept before) but fewer than are kept now
+// finds every one's description and views in its second pass: no slot is taken again (but for
+// the first op's views, below).
+TEST(InPlaceLocalRegions, ALoopOverHundredsOfTensorsFindsWhatItKept) {
+  std::vector<std::string> problems(2);
+  const std::vector<Retaken> retaken = loop_in_turn(300, 2, &problems);
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ("", problems[r]) << "rank " << r;
-    EXPECT_EQ(kRegions, descriptions[r]) << "rank " << r << ": descriptions made again";
-    // The set's first op opens its views before the board is there, outside what is kept.
-    EXPECT_EQ(kRegions, opened[r]) << "rank " << r << ": views opened again";
+    EXPECT_EQ(0u, retaken[r].descriptions) << "rank " << r << ": descriptions made again";
+    // The set's first op opens its views before the board is there, outside what is kept:
+    // the second pass keeps them, the first tensor's included.
+    EXPECT_EQ(1u, retaken[r].views) << "rank " << r << ": views opened again";
+  }
+}
+
+// A loop over more tensors in turn than are kept keeps all but one of them: each pass after
+// the first takes a slot again only for the others (common/replacement.h), where least
+// recently used alone took one for every op.
+TEST(InPlaceLocalRegions, ALoopOverMoreTensorsThanAreKeptFindsAllButOne) {
+  constexpr int kKept = hvdc::ops::cpu::local::kKeptDescriptions;
+  constexpr int kRegions = kKept + 88;
+  std::vector<std::string> problems(2);
+  const std::vector<Retaken> retaken = loop_in_turn(kRegions, 3, &problems);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ("", problems[r]) << "rank " << r;
+    EXPECT_EQ(uint64_t{kRegions - (kKept - 1)}, retaken[r].descriptions) << "rank " << r;
+    EXPECT_EQ(uint64_t{kRegions - (kKept - 1)}, retaken[r].views) << "rank " << r;
   }
 }
 

@@ -84,7 +84,7 @@ uint64_t Board::key_hash(const LaneBuffer& buffer) {
   return LruSlots::mix(LruSlots::mix(data, reinterpret_cast<uintptr_t>(buffer.out)), buffer.bytes);
 }
 
-// The kept area given to `buffer` before, else the one used least recently.
+// The kept area given to `buffer` before, else the one the kept slots give up.
 int Board::area_for(const LaneBuffer& buffer, size_t bytes) {
   if (buffer.data == nullptr || bytes > kKeptDescriptionBytes) return 0;
   const uint64_t hash = key_hash(buffer);

@@ -16,7 +16,7 @@
 // window, nothing staged then or since, no region mapped or freed since: then describing it
 // again yields the same bytes). Where every member said so, the op goes straight to its reduction.
 // A member keeps the description of each single buffer reduced in place in an area of its own (up
-// to kKeptDescriptions of them, the least recently used given up first), so that a loop that
+// to kKeptDescriptions of them, given up as common/replacement.h says), so that a loop that
 // alternates between tensors finds each one's description still posted; the post says which
 // area holds it.
 #pragma once
@@ -43,13 +43,13 @@ namespace hvdc::ops::cpu::local {
 using common::Status;
 
 // How many descriptions of single buffers in place a member keeps on its board (above), and
-// how many descriptions and opened views of its ops it keeps besides (local_access.h). A loop
-// over more tensors in turn than are kept misses on every op (the least recently used is always
-// the one the next tensor needs): with 64 kept, 128 tensors of 4 KiB took 4.65 us per op
-// against 2.80 for 64, medians of 6 runs (docs/performance.md). 512 covers the parameters of
-// ResNet-50 (161), BERT-base (~200) and BERT-large (~390), each found through a hash
-// (common/lru_slots.h).
-constexpr int kKeptDescriptions = 512;
+// how many descriptions and opened views of its ops it keeps besides (local_access.h). A miss
+// costs: with 64 kept, 128 tensors of 4 KiB in turn (each op a miss) took 4.65 us per op against
+// 2.80 for 64 (docs/performance.md). 1024, the response cache's own default capacity
+// (HVDC_CACHE_CAPACITY), covers the parameters of ResNet-50 (161), BERT-large (~390) and
+// EfficientNet-B7 (~710), each found through a hash (common/lru_slots.h); a loop over more keeps
+// 1023 of them (common/replacement.h).
+constexpr int kKeptDescriptions = 1024;
 
 class Board : public LaneBoard {
  public:
