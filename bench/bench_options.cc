@@ -14,7 +14,7 @@ const char* const kUsage =
     "                  [--shared] [--in-place] [--tensors K]\n"
     "--shared takes every buffer from hvd_mem_alloc (the local peers map them);\n"
     "--in-place runs allreduce and broadcast with the output buffer the input;\n"
-    "--tensors K gives each size K tensors (names and buffers of their own, 1-1024), which the\n"
+    "--tensors K gives each size K tensors (names and buffers of their own, 1-4096), which the\n"
     "ops take in turn, as a loop that averages each parameter by itself (MPI does the same)\n"
     "--mpi-only measures Open MPI alone (hvdc is not initialised, so none of its threads run)\n"
     "sizes take K, M, G suffixes (powers of 1024); run under mpirun --bind-to none\n";
@@ -72,7 +72,7 @@ bool parse(int argc, char** argv, Options* o) {
       o->check = std::atoi(v) != 0;
     } else if (a == "--tensors") {
       o->tensors = std::atoi(v);
-      ok = o->tensors >= 1 && o->tensors <= 1024;
+      ok = o->tensors >= 1 && o->tensors <= 4096;
     } else if (a == "--json") {
       o->json = v;
     } else {
