@@ -11,11 +11,13 @@ namespace {
 const char* const kUsage =
     "usage: hvdc_bench [-c allreduce|allgather|broadcast] [-b MIN] [-e MAX] [-f FACTOR]\n"
     "                  [-n ITERS] [-w WARMUP] [-C 0|1] [--vs-mpi | --mpi-only] [--json FILE]\n"
-    "                  [--shared] [--in-place] [--tensors K]\n"
+    "                  [--shared] [--in-place] [--tensors K] [--name NAME]\n"
     "--shared takes every buffer from hvd_mem_alloc (the local peers map them);\n"
     "--in-place runs allreduce and broadcast with the output buffer the input;\n"
     "--tensors K gives each size K tensors (names and buffers of their own, 1-4096), which the\n"
     "ops take in turn, as a loop that averages each parameter by itself (MPI does the same)\n"
+    "--name NAME names the tensors NAME (NAME.0, NAME.1, ... with --tensors), 'bench' unless\n"
+    "given: a framework's names (a module path, 30-60 bytes) outgrow a string's inline storage\n"
     "--mpi-only measures Open MPI alone (hvdc is not initialised, so none of its threads run)\n"
     "sizes take K, M, G suffixes (powers of 1024); run under mpirun --bind-to none\n";
 
@@ -73,6 +75,9 @@ bool parse(int argc, char** argv, Options* o) {
     } else if (a == "--tensors") {
       o->tensors = std::atoi(v);
       ok = o->tensors >= 1 && o->tensors <= 4096;
+    } else if (a == "--name") {
+      o->name = v;
+      ok = !o->name.empty();
     } else if (a == "--json") {
       o->json = v;
     } else {
@@ -94,6 +99,7 @@ void report(const Options& o, int ranks, const std::vector<Line>& lines, double 
               o.hvdc ? "" : ", Open MPI alone (--mpi-only)",
               o.shared ? ", hvd_mem_alloc buffers" : "", o.in_place ? ", in place" : "");
   if (o.tensors > 1) std::printf(", %d tensors in turn", o.tensors);
+  if (o.name != "bench") std::printf(", named '%s'", o.name.c_str());
   std::printf("\n");
   std::printf("%12s", "size(B)");
   if (o.hvdc) std::printf(" %10s %8s %8s", "time(us)", "algbw", "busbw");

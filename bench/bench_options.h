@@ -19,8 +19,9 @@ struct Options {
   bool hvdc = true;                      // --mpi-only clears it: MPI alone, hvdc never started
   bool shared = false;                   // --shared: buffers from hvd_mem_alloc
   bool in_place = false;                 // --in-place: allreduce and broadcast into the input
-  int tensors = 1;   // --tensors K: K tensors of each size, ops take them in turn
-  std::string json;  // --json FILE
+  int tensors = 1;             // --tensors K: K tensors of each size, ops take them in turn
+  std::string name = "bench";  // --name NAME: the tensors' name (NAME.<t> with --tensors)
+  std::string json;            // --json FILE
 };
 
 struct Line {

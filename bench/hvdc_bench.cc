@@ -69,7 +69,7 @@ struct Tensors {
     for (int t = 0; t < o.tensors; ++t) {
       in.push_back(std::make_unique<Buffer>(count, o.shared));
       if (!in_place) out.push_back(std::make_unique<Buffer>(out_count, o.shared));
-      names.push_back(o.tensors == 1 ? "bench" : "bench." + std::to_string(t));
+      names.push_back(o.tensors == 1 ? o.name : o.name + "." + std::to_string(t));
     }
   }
   Buffer& input(size_t t) { return *in[t]; }

@@ -113,12 +113,11 @@ Status check_name(const char* name) {
                       core::kMaxNameLength);
   }
   // Names travel to other ranks and into logs and the JSON timeline, which need text.
-  const std::string text(name, len);
-  const size_t bad = common::first_invalid_utf8(text);
+  const size_t bad = common::first_invalid_utf8(std::string_view(name, len));
   if (bad < len) {
     return make_error(HVD_ERR_INVALID_ARGUMENT,
                       "name is not valid UTF-8: byte 0x%02X at offset %zu",
-                      static_cast<unsigned char>(text[bad]), bad);
+                      static_cast<unsigned char>(name[bad]), bad);
   }
   return Status::ok();
 }

@@ -2,7 +2,7 @@
 
 namespace hvdc::common {
 
-size_t utf8_sequence_length(const std::string& text, size_t i) {
+size_t utf8_sequence_length(std::string_view text, size_t i) {
   const auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char lead = at(i);
   if (lead < 0x80) return 1;
@@ -28,7 +28,7 @@ size_t utf8_sequence_length(const std::string& text, size_t i) {
   return len;
 }
 
-size_t first_invalid_utf8(const std::string& text) {
+size_t first_invalid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const size_t len = utf8_sequence_length(text, i);
     if (len == 0) return i;

@@ -4,14 +4,14 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
+#include <string_view>
 
 namespace hvdc::common {
 
 // Length (1 to 4) of the well-formed sequence at text[i], or 0 for a malformed one.
-size_t utf8_sequence_length(const std::string& text, size_t i);
+size_t utf8_sequence_length(std::string_view text, size_t i);
 
 // The offset of the first malformed byte, or text.size() when all of text is well formed.
-size_t first_invalid_utf8(const std::string& text);
+size_t first_invalid_utf8(std::string_view text);
 
 }  // namespace hvdc::common

@@ -109,12 +109,12 @@ void Engine::nudge() noexcept {
 // A submission right after a drive is a loop's next op, whose hvd_wait drives it; one that comes
 // later than the engine thread's spin would have ended, or with no driver to come, is the
 // engine thread's, as it was before callers drove.
-void Engine::submitted_after_drive() {
+void Engine::submitted_after_drive(std::chrono::steady_clock::time_point now) {
   if (aside_asleep_.load(std::memory_order_relaxed) == 0 || drivers_.load() > 0) return;
-  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const int64_t spin =
       std::chrono::nanoseconds(std::chrono::microseconds(config_.spin_micros)).count();
-  if (now - last_drive_end_.load(std::memory_order_relaxed) > spin) wake_from_aside();
+  const int64_t ticks = now.time_since_epoch().count();
+  if (ticks - last_drive_end_.load(std::memory_order_relaxed) > spin) wake_from_aside();
 }
 
 // Idle passes run back to back this long before the driver yields. A peer's message is

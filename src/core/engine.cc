@@ -287,15 +287,17 @@ Engine::~Engine() {
 
 Status Engine::enqueue(TensorEntry&& entry) {
   note_engine_thread_only(entry);
-  HVDC_RETURN_IF_ERROR(queue_.push(std::move(entry)));
-  submitted_after_drive();
+  const auto now = std::chrono::steady_clock::now();  // one reading for both
+  HVDC_RETURN_IF_ERROR(queue_.push(std::move(entry), now));
+  submitted_after_drive(now);
   return Status::ok();
 }
 
 Status Engine::enqueue_group(std::vector<TensorEntry> entries) {
   for (const TensorEntry& entry : entries) note_engine_thread_only(entry);
-  HVDC_RETURN_IF_ERROR(queue_.push_group(std::move(entries)));
-  submitted_after_drive();
+  const auto now = std::chrono::steady_clock::now();
+  HVDC_RETURN_IF_ERROR(queue_.push_group(std::move(entries), now));
+  submitted_after_drive(now);
   return Status::ok();
 }
 

@@ -135,8 +135,9 @@ class Engine {
   // Ends the engine thread's stand_aside() sleep, if it sleeps. Async-signal-safe.
   void wake_from_aside() noexcept;
   const uint32_t* aside_word() const;  // aside_asleep_, as the futex sees it
-  // After a push: wakes the engine thread from stand_aside() unless a caller drove just now.
-  void submitted_after_drive();
+  // After a push at `now`: wakes the engine thread from stand_aside() unless a caller drove
+  // just now.
+  void submitted_after_drive(std::chrono::steady_clock::time_point now);
   void watch_pending(std::chrono::steady_clock::time_point now);
   // The text of a hang report (faults/pending_report.h).
   std::string describe_pending();

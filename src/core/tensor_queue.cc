@@ -23,28 +23,34 @@ TensorQueue::~TensorQueue() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-Status TensorQueue::push(TensorEntry&& entry) {
+Status TensorQueue::push(TensorEntry&& entry, std::chrono::steady_clock::time_point submitted) {
   {
-    Key key = key_of(entry.request);
     std::lock_guard<std::mutex> lock(mutex_);
+    const Key& key = key_for_push_locked(entry.request);
     HVDC_RETURN_IF_ERROR(check_push_locked(key));
-    insert_locked(std::move(key), std::move(entry));
+    insert_locked(key, std::move(entry), submitted);
   }
   wake_if_sleeping();
   return Status::ok();
 }
 
-Status TensorQueue::push_group(std::vector<TensorEntry> entries) {
+Status TensorQueue::push_group(std::vector<TensorEntry> entries,
+                               std::chrono::steady_clock::time_point submitted) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < entries.size(); ++i) {
-      const Key key = key_of(entries[i].request);
-      HVDC_RETURN_IF_ERROR(check_push_locked(key));
+      const Request& request = entries[i].request;
+      HVDC_RETURN_IF_ERROR(check_push_locked(probe_locked(request.process_set, request.name)));
       for (size_t j = 0; j < i; ++j) {
-        if (key_of(entries[j].request) == key) return duplicate(key);
+        const Request& earlier = entries[j].request;
+        if (earlier.process_set == request.process_set && earlier.name == request.name) {
+          return duplicate(probe_locked(request.process_set, request.name));
+        }
       }
     }
-    for (TensorEntry& entry : entries) insert_locked(key_of(entry.request), std::move(entry));
+    for (TensorEntry& entry : entries) {
+      insert_locked(key_for_push_locked(entry.request), std::move(entry), submitted);
+    }
   }
   wake_if_sleeping();
   return Status::ok();
@@ -59,20 +65,39 @@ Status TensorQueue::duplicate(const Key& key) {
                             key.second.c_str(), where.c_str());
 }
 
+const TensorQueue::Key& TensorQueue::probe_locked(int32_t process_set,
+                                                  const std::string& name) const {
+  probe_.first = process_set;
+  probe_.second.assign(name);
+  return probe_;
+}
+
+const TensorQueue::Key& TensorQueue::key_for_push_locked(const Request& request) {
+  Key& key = spare_node_.empty() ? probe_ : spare_node_.key();
+  key.first = request.process_set;
+  key.second.assign(request.name);
+  return key;
+}
+
 Status TensorQueue::check_push_locked(const Key& key) const {
   if (closed_) return close_status_;
   return entries_.count(key) != 0 ? duplicate(key) : Status::ok();
 }
 
-void TensorQueue::insert_locked(Key&& key, TensorEntry&& entry) {
-  entry.submitted = std::chrono::steady_clock::now();
-  fresh_.push_back(key);
+// The key goes into storage kept from earlier pushes too (fresh_'s elements), so that a loop of
+// ops copies its names without allocating.
+void TensorQueue::insert_locked(const Key& key, TensorEntry&& entry,
+                                std::chrono::steady_clock::time_point submitted) {
+  entry.submitted = submitted;
+  if (fresh_count_ == fresh_.size()) fresh_.emplace_back();
+  Key& fresh = fresh_[fresh_count_++];
+  fresh.first = key.first;
+  fresh.second.assign(key.second);
   fresh_waiting_.store(true);
   if (spare_node_.empty()) {
-    entries_.emplace(std::move(key), std::move(entry));
+    entries_.emplace(key, std::move(entry));
   } else {
-    spare_node_.key() = std::move(key);
-    spare_node_.mapped() = std::move(entry);
+    spare_node_.mapped() = std::move(entry);  // its key is already `key`
     entries_.insert(std::move(spare_node_));  // absent (check_push_locked): the node goes in
   }
   in_flight_.store(entries_.size(), std::memory_order_relaxed);
@@ -83,24 +108,24 @@ size_t TensorQueue::pop_new(std::vector<Request>* out, std::vector<OpBuffers>* b
   // that. A push in progress (the flag not stored yet) is taken by the next pass.
   if (!fresh_waiting_.load()) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (out->size() < fresh_.size()) out->resize(fresh_.size());
-  if (buffers != nullptr && buffers->size() < fresh_.size()) buffers->resize(fresh_.size());
+  if (out->size() < fresh_count_) out->resize(fresh_count_);
+  if (buffers != nullptr && buffers->size() < fresh_count_) buffers->resize(fresh_count_);
   size_t n = 0;
-  for (const Key& key : fresh_) {
-    auto it = entries_.find(key);
+  for (size_t i = 0; i < fresh_count_; ++i) {
+    auto it = entries_.find(fresh_[i]);
     if (it == entries_.end()) continue;
     const TensorEntry& entry = it->second;
     if (buffers != nullptr) (*buffers)[n] = {entry.input, entry.output};
     (*out)[n++] = entry.request;  // assigned into kept storage
   }
-  fresh_.clear();
+  fresh_count_ = 0;
   fresh_waiting_.store(false);
   return n;
 }
 
 bool TensorQueue::request_of(int32_t process_set, const std::string& name, Request* out) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(Key(process_set, name));
+  auto it = entries_.find(probe_locked(process_set, name));
   if (it == entries_.end()) return false;
   *out = it->second.request;
   return true;
@@ -108,13 +133,13 @@ bool TensorQueue::request_of(int32_t process_set, const std::string& name, Reque
 
 const void* TensorQueue::input_of(int32_t process_set, const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(Key(process_set, name));
+  auto it = entries_.find(probe_locked(process_set, name));
   return it == entries_.end() ? nullptr : it->second.input;
 }
 
 bool TensorQueue::take(int32_t process_set, const std::string& name, TensorEntry* out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(Key(process_set, name));
+  auto it = entries_.find(probe_locked(process_set, name));
   if (it == entries_.end()) return false;
   spare_node_ = entries_.extract(it);
   *out = std::move(spare_node_.mapped());
@@ -147,7 +172,7 @@ std::vector<TensorEntry> TensorQueue::close(const common::Status& status) {
   for (auto& [key, entry] : entries_) out.push_back(std::move(entry));
   entries_.clear();
   in_flight_.store(0, std::memory_order_relaxed);
-  fresh_.clear();
+  fresh_count_ = 0;
   fresh_waiting_.store(false);
   return out;
 }
@@ -183,7 +208,8 @@ std::vector<PendingOp> TensorQueue::snapshot() const {
     PendingOp op;
     op.request = entry.request;
     op.submitted = entry.submitted;
-    op.reported = std::find(fresh_.begin(), fresh_.end(), key) == fresh_.end();
+    const auto fresh_end = fresh_.begin() + static_cast<ptrdiff_t>(fresh_count_);
+    op.reported = std::find(fresh_.begin(), fresh_end, key) == fresh_end;
     out.push_back(std::move(op));
   }
   std::sort(out.begin(), out.end(),

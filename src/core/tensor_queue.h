@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -34,7 +33,7 @@ struct TensorEntry {
   // CUDA tensors: what the API recorded on cuda_stream at submission
   // (ops::nccl::record_submission); dropping it releases a stream-ordered caller's stream.
   std::shared_ptr<ops::DeviceSubmission> submission;
-  std::chrono::steady_clock::time_point submitted;  // set by the queue
+  std::chrono::steady_clock::time_point submitted;  // set by the push
 };
 
 // `status` for one op the engine gives up on: names the op, its set and how long it was in flight
@@ -62,9 +61,14 @@ class TensorQueue {
   TensorQueue& operator=(const TensorQueue&) = delete;
 
   // Fails with HVD_ERR_DUPLICATE_NAME, or with the closing status once close() was called.
-  Status push(TensorEntry&& entry);
-  // Pushes all entries or none (a grouped submission).
-  Status push_group(std::vector<TensorEntry> entries);
+  // `submitted` is when the op was submitted: a caller that reads the clock anyway passes its
+  // reading, which costs a small op about 1 % of its time on a VM.
+  Status push(TensorEntry&& entry,
+              std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now());
+  // Pushes all entries or none (a grouped submission), all submitted at `submitted`.
+  Status push_group(
+      std::vector<TensorEntry> entries,
+      std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now());
   // Requests pushed since the last call, in push order: the first N of *out, N returned. The
   // elements past them are left as they were, so that a caller keeping *out between calls
   // reuses their storage (a warm step's pass copies its requests without allocating).
@@ -106,10 +110,17 @@ class TensorQueue {
       return std::hash<std::string>()(key.second) ^ static_cast<size_t>(key.first);
     }
   };
-  static Key key_of(const Request& r) { return {r.process_set, r.name}; }
   static Status duplicate(const Key& key);
+  // The key of (process_set, name), written into probe_: a lookup copies the name into storage
+  // kept from the last one, so that it allocates nothing (names past 15 bytes live on the heap).
+  const Key& probe_locked(int32_t process_set, const std::string& name) const;
+  // The key of a request to push, written where the push keeps it: the spare node's key if
+  // there is a spare node, else probe_ (insert_locked() copies it into a new node).
+  const Key& key_for_push_locked(const Request& request);
   Status check_push_locked(const Key& key) const;  // closed, or name in flight
-  void insert_locked(Key&& key, TensorEntry&& entry);
+  // `key` is key_for_push_locked()'s for this entry.
+  void insert_locked(const Key& key, TensorEntry&& entry,
+                     std::chrono::steady_clock::time_point submitted);
   void wake_if_sleeping();  // after a push
 
   mutable std::mutex mutex_;
@@ -118,14 +129,18 @@ class TensorQueue {
   // The node of the entry taken last, reused by the next push: a loop of ops then allocates
   // and frees no node per op.
   Entries::node_type spare_node_;
-  std::deque<Key> fresh_;
+  mutable Key probe_;
+  // The keys pushed since the last pop_new(), in push order: the first fresh_count_ of fresh_.
+  // The elements past them are kept for their storage, which the next pushes write into.
+  std::vector<Key> fresh_;
+  size_t fresh_count_ = 0;
   bool closed_ = false;
   common::Status close_status_;
   int wake_fd_ = -1;
   // A Dekker pair (sequentially consistent): a push stores fresh_waiting_ and then reads
   // sleeping_; the engine stores sleeping_ and then reads fresh_waiting_. At least one of them
   // sees the other's store, so a push never leaves the engine asleep with a request waiting.
-  std::atomic<bool> fresh_waiting_{false};  // fresh_ is not empty (written under mutex_)
+  std::atomic<bool> fresh_waiting_{false};  // fresh_count_ > 0 (written under mutex_)
   std::atomic<bool> sleeping_{false};
   std::atomic<size_t> in_flight_{0};  // entries_.size(), stored under mutex_
 };

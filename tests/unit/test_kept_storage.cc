@@ -2,6 +2,7 @@
 // what they hand back must be exactly what a fresh container would hold.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +118,48 @@ TEST(KeptStorage, ANodeTakenIsReusedWhole) {
   EXPECT_EQ(taken.input, y);
   EXPECT_EQ(taken.output, x);
   EXPECT_EQ(queue.in_flight(), 0u);
+}
+
+// The keys of pushed ops are written into storage kept from earlier ones (the keys of fresh ops,
+// the spare node's, the lookup's): a longer name over a shorter one and back, in another process
+// set, still finds its own entry only, reports in push order, and keeps each op's submitted time.
+TEST(KeptStorage, KeysWrittenIntoKeptStorageFindTheirOwnEntries) {
+  TensorQueue queue;
+  const std::string longer = "allreduce.module.encoder.layer.11.attention.output.dense.weight";
+  const auto t0 = std::chrono::steady_clock::time_point(std::chrono::seconds(5));
+  std::vector<Request> kept;
+  TensorEntry taken;
+  for (int pass = 0; pass < 3; ++pass) {
+    const std::string name = pass == 1 ? "w" : longer + "." + std::to_string(pass);
+    TensorEntry in_set = entry_named(name, 2);
+    in_set.request.process_set = 1;
+    ASSERT_TRUE(queue.push(entry_named(name, 1), t0 + std::chrono::seconds(pass)).is_ok());
+    ASSERT_TRUE(queue.push(std::move(in_set), t0).is_ok());  // the same name, another set
+    EXPECT_EQ(queue.push(entry_named(name, 3)).code(), HVD_ERR_DUPLICATE_NAME);
+    std::vector<hvdc::core::PendingOp> pending = queue.snapshot();
+    ASSERT_EQ(pending.size(), 2u);
+    EXPECT_FALSE(pending[0].reported);
+    EXPECT_EQ(pending[1].submitted, t0 + std::chrono::seconds(pass));
+    ASSERT_EQ(queue.pop_new(&kept), 2u);
+    EXPECT_EQ(kept[0].name, name);
+    EXPECT_EQ(kept[0].process_set, 0);
+    EXPECT_EQ(kept[1].process_set, 1);
+    EXPECT_TRUE(queue.snapshot()[0].reported);
+    Request found;
+    ASSERT_TRUE(queue.request_of(1, name, &found));
+    EXPECT_EQ(found.shape, (std::vector<int64_t>{2}));
+    EXPECT_FALSE(queue.request_of(0, name + "x", &found));
+    ASSERT_TRUE(queue.take(0, name, &taken));
+    EXPECT_EQ(taken.request.shape, (std::vector<int64_t>{1}));
+    EXPECT_FALSE(queue.take(0, name, &taken));
+    ASSERT_TRUE(queue.take(1, name, &taken));
+    EXPECT_EQ(queue.in_flight(), 0u);
+  }
+  std::vector<TensorEntry> group;
+  group.push_back(entry_named(longer, 1));
+  group.push_back(entry_named(longer, 2));
+  EXPECT_EQ(queue.push_group(std::move(group)).code(), HVD_ERR_DUPLICATE_NAME);
+  EXPECT_EQ(queue.in_flight(), 0u);  // all or none
 }
 
 SetState two_member_set() {
